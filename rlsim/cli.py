@@ -1,0 +1,320 @@
+"""The `rlsim` command line: a thin typer app over `rlsim.api` and `rlsim.report`.
+
+Owns argument parsing, printing and exit codes: 0 ok, 2 bad input (one line on stderr
+naming the field and the fix, never a traceback), 1 internal error. `--json` prints only
+JSON on stdout; progress and messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from rlsim.config.errors import ScenarioError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Discrete-event simulator of LLM RL post-training clusters.")
+
+REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"rlsim: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _scenario_dir() -> Path:
+    local = Path("scenarios")
+    return local if local.is_dir() else REPO_SCENARIOS
+
+
+def _default_scenario() -> Path:
+    return _scenario_dir() / "quickstart.yaml"
+
+
+class _ProgressBar:
+    """A step progress bar on stderr that appears only once a run has taken ~2 s."""
+
+    def __init__(self, label: str, enabled: bool = True) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.shown = False
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or time.perf_counter() - self.t0 < 2.0:
+            return
+        width = 30
+        fill = int(width * done / max(total, 1))
+        bar = "#" * fill + "-" * (width - fill)
+        line = f"{self.label} [{bar}] step {done}/{total}"
+        if self.tty:
+            sys.stderr.write("\r" + line)
+        elif done == total or done % max(total // 4, 1) == 0:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _overrides(values: list[str] | None) -> list[str]:
+    from rlsim.config.loading import split_overrides
+
+    out: list[str] = []
+    for v in values or []:
+        out.extend(split_overrides(v))
+    return out
+
+
+def _run_one(path: Path, overrides: list[str], label: str, show_progress: bool) -> Any:
+    from rlsim.api import simulate_file
+
+    bar = _ProgressBar(label, show_progress)
+    try:
+        return simulate_file(path, overrides, bar)
+    finally:
+        bar.close()
+
+
+def _format_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
+    rows = [
+        ("step time mean (s)", lambda s: f"{s['step_time_s']['mean']:.1f}"),
+        ("step time p99 (s)", lambda s: f"{s['step_time_s']['p99']:.1f}"),
+        ("gen (s/step)", lambda s: f"{s['phase_time_s']['gen']:.1f}"),
+        ("reward (s/step)", lambda s: f"{s['phase_time_s']['reward']:.1f}"),
+        ("ref (s/step)", lambda s: f"{s['phase_time_s']['ref']:.1f}"),
+        ("train (s/step)", lambda s: f"{s['phase_time_s']['train']:.1f}"),
+        ("weight_sync (s/step)", lambda s: f"{s['phase_time_s']['weight_sync']:.2f}"),
+        ("switch (s/step)", lambda s: f"{s['phase_time_s']['switch']:.2f}"),
+        ("samples/s", lambda s: f"{s['throughput']['samples_per_s']:.2f}"),
+        ("tokens/s", lambda s: f"{s['throughput']['tokens_per_s']:.0f}"),
+        ("GPU util", lambda s: " ".join(f"{k}={v:.0%}" for k, v in s["gpu_util"].items())),
+        ("$/1k samples", lambda s: f"{s['cost']['usd_per_1k_samples']:.2f}"),
+        ("staleness mean", lambda s: f"{s['staleness']['mean']:.2f}"),
+        ("events", lambda s: f"{s['events']}"),
+        ("wall (s)", lambda s: f"{s['wall_s']:.2f}"),
+    ]
+    base = summaries[0]["step_time_s"]["mean"]
+    rows.append(("speedup vs first", lambda s: f"{base / s['step_time_s']['mean']:.2f}x"
+                 if s["step_time_s"]["mean"] else "-"))
+    table = [["metric", *names]] + [[label, *(fn(s) for s in summaries)] for label, fn in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                       enumerate(zip(r, widths, strict=True))) for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+SetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", help="Override a field: dotted.path=value (repeatable; commas separate several).")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for the run's outputs.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout.")]
+
+
+@app.command()
+def run(
+    scenario: Annotated[Path | None, typer.Argument(
+        help="Scenario YAML; default scenarios/quickstart.yaml.")] = None,
+    set_: SetOpt = None,
+    out: OutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Simulate one scenario and print its summary."""
+    from rlsim.api import write_run
+
+    path = scenario or _default_scenario()
+    result = _run_one(path, _overrides(set_), result_label(path), True)
+    if out is not None:
+        write_run(result, out)
+    if as_json:
+        typer.echo(json.dumps(result.summary))
+        return
+    typer.echo(_format_table([result.summary], [result.scenario.name]))
+    if out is not None:
+        typer.echo(f"\nwrote {out}/ (summary.json, records.parquet, trace.json, "
+                   "scenario.resolved.yaml)")
+
+
+def result_label(path: Path) -> str:
+    return path.stem
+
+
+@app.command()
+def compare(
+    scenarios: Annotated[list[Path], typer.Argument(help="Scenario YAML files.")],
+    set_: SetOpt = None,
+    variant: Annotated[list[str] | None, typer.Option(
+        "--variant", help="Run each scenario once per variant: comma-separated overrides "
+        "(repeatable), e.g. --variant policy.placement=disaggregated.")] = None,
+    out: OutOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Simulate several scenarios (or variants of one) and print them side by side."""
+    from rlsim.api import compare as compare_runs
+    from rlsim.api import write_run
+
+    common = _overrides(set_)
+    plans: list[tuple[Path, list[str], str]] = []
+    for path in scenarios:
+        for v in variant or [""]:
+            extra = _overrides([v]) if v else []
+            label = path.stem + (f"[{v}]" if v else "")
+            plans.append((path, common + extra, label))
+    results = [_run_one(p, o, label, True) for p, o, label in plans]
+    names = []
+    for i, (res, (_, o, _)) in enumerate(zip(results, plans, strict=True)):
+        short = ",".join(x.split("=", 1)[1] for x in o if x not in common) if variant else ""
+        names.append(short or res.scenario.name or f"run{i}")
+    if out is not None:
+        for i, res in enumerate(results):
+            write_run(res, out / f"{i}-{_slug(names[i])}")
+    if as_json:
+        typer.echo(json.dumps(compare_runs(results)))
+        return
+    typer.echo(_format_table([r.summary for r in results], names))
+    if out is not None:
+        typer.echo(f"\nwrote {len(results)} run folders under {out}/")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:60]
+
+
+@app.command()
+def estimate(
+    gpu: Annotated[str, typer.Option(help="GPU type (rlsim list gpus).")],
+    model: Annotated[str, typer.Option(help="Catalogue model or a YAML/JSON architecture.")],
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree.")] = 1,
+    batch: Annotated[int, typer.Option(help="Sequences decoding one token each.")] = 1,
+    context: Annotated[int, typer.Option(help="Context tokens of each sequence.")] = 0,
+    prefill_tokens: Annotated[int, typer.Option(help="Prefill tokens in the step.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Price one engine iteration: seconds by component."""
+    from rlsim.config.hardware import lookup_gpu
+    from rlsim.cost.estimate import estimate as estimate_step
+
+    try:
+        gspec = lookup_gpu(gpu)
+    except KeyError as err:
+        _fail(f"--gpu: {err.args[0]}")
+    mspec = _model_arg(model)
+    for name, value in (("--batch", batch), ("--context", context),
+                        ("--prefill-tokens", prefill_tokens)):
+        if value < 0:
+            _fail(f"{name}: must be >= 0, got {value}")
+    if batch == 0 and prefill_tokens == 0:
+        _fail("--batch: give --batch >= 1 or --prefill-tokens >= 1")
+    try:
+        result = estimate_step(gspec, mspec, tp, batch, context, prefill_tokens)
+    except ValueError as err:
+        _fail(str(err))
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    for key, value in result.items():
+        typer.echo(f"{key:12s} {value * 1e3:10.3f} ms")
+
+
+def _model_arg(value: str) -> Any:
+    import yaml
+    from pydantic import ValidationError
+
+    from rlsim.config.hardware import ModelSpec, lookup_model
+    from rlsim.config.loading import format_validation_error
+
+    path = Path(value)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
+        if not path.is_file():
+            _fail(f"--model: file {value!r} not found")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError:
+            _fail(f"--model: {value!r} is not valid YAML/JSON")
+        if not isinstance(data, dict):
+            _fail(f"--model: {value!r} must hold a mapping of architecture fields")
+        data.setdefault("name", path.stem)
+        try:
+            return ModelSpec.model_validate(data)
+        except ValidationError as err:
+            e = format_validation_error(err)
+            _fail(f"--model {value}: {e.field}: {e.message}")
+    try:
+        return lookup_model(value)
+    except KeyError as err:
+        _fail(f"--model: {err.args[0]} (or give a YAML/JSON file)")
+
+
+@app.command("list")
+def list_(what: Annotated[str, typer.Argument(
+        help="scenarios | gpus | models | policies")]) -> None:
+    """List shipped scenarios, catalogue GPUs and models, or policies."""
+    from rlsim.config.hardware import GPUS, MODELS
+
+    if what == "gpus":
+        for g in GPUS.values():
+            typer.echo(f"{g.name:6s} {g.bf16_tflops:6.0f} TFLOP/s  {g.hbm / 1e9:4.0f} GB  "
+                       f"{g.hbm_bandwidth / 1e12:4.2f} TB/s  ${g.usd_per_gpu_hour:.2f}/h")
+    elif what == "models":
+        for m in MODELS.values():
+            typer.echo(f"{m.name:14s} {m.params / 1e9:6.2f}B  layers={m.layers} "
+                       f"hidden={m.hidden} heads={m.heads}/{m.kv_heads} ffn={m.ffn}")
+    elif what == "policies":
+        from rlsim.policies import POLICIES
+
+        for name, (_, doc) in POLICIES.items():
+            typer.echo(f"{name:10s} {doc}")
+    elif what == "scenarios":
+        for p in sorted(_scenario_dir().rglob("*.yaml")):
+            typer.echo(str(p))
+    else:
+        _fail(f"list: unknown {what!r}; choose scenarios, gpus, models or policies")
+
+
+@app.command()
+def schema() -> None:
+    """Print the scenario JSON Schema."""
+    from rlsim.config.scenario import Scenario
+
+    typer.echo(json.dumps(Scenario.model_json_schema(), indent=2))
+
+
+def main() -> None:
+    """Entry point: maps ScenarioError to exit 2 and unexpected errors to exit 1."""
+    try:
+        app(standalone_mode=False)
+    except ScenarioError as err:
+        typer.echo(f"rlsim: error: {err.line()}", err=True)
+        sys.exit(2)
+    except typer.Exit as err:
+        sys.exit(err.exit_code)
+    except (KeyboardInterrupt, BrokenPipeError):
+        sys.exit(130)
+    except Exception as err:  # click usage errors and internal errors
+        import click
+
+        if isinstance(err, click.exceptions.ClickException):
+            err.show()
+            sys.exit(err.exit_code)
+        if isinstance(err, click.exceptions.Abort):
+            sys.exit(130)
+        if os.environ.get("RLSIM_DEBUG"):
+            raise
+        typer.echo(f"rlsim: internal error: {type(err).__name__}: {err} "
+                   "(set RLSIM_DEBUG=1 for a traceback)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

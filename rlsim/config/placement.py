@@ -1,0 +1,114 @@
+"""Where each role runs: the GPUs of rollout, trainer and judge, checked against the pools.
+
+Owns `Placement` (how many GPUs and engines each role gets) and `check_placement`, which
+raises `ScenarioError` naming the field for impossible placements: a missing pool, TP larger
+than a node, roles that do not fit in their pool, colocation across different pools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.scenario import PoolConfig, Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The resolved GPU counts of each role."""
+
+    colocated: bool
+    rollout_pool: PoolConfig
+    train_pool: PoolConfig
+    rollout_gpus: int
+    train_gpus: int
+    engines: int
+
+
+def _pool(scenario: Scenario, name: str, field: str) -> PoolConfig:
+    try:
+        return scenario.pool(name)
+    except KeyError:
+        names = ", ".join(p.name for p in scenario.pools)
+        raise ScenarioError(field, f"no pool named {name!r}; pools are: {names}") from None
+
+
+def _check_tp(tp: int, pool: PoolConfig, field: str) -> None:
+    if tp & (tp - 1):
+        raise ScenarioError(field, f"TP {tp} must be a power of two (1, 2, 4, 8)")
+    if tp > pool.node_size:
+        raise ScenarioError(
+            field, f"TP {tp} is larger than a node of pool {pool.name!r} ({pool.node_size} GPUs);"
+            " TP runs inside one node",
+        )
+
+
+def resolve_placement(scenario: Scenario) -> Placement:
+    """Resolve and check the placement; raises ScenarioError on an impossible one."""
+    r, t = scenario.rollout, scenario.train
+    rpool = _pool(scenario, r.pool, "rollout.pool")
+    tpool = _pool(scenario, t.pool, "train.pool")
+    colocated = scenario.policy.placement == "colocated"
+    if colocated and rpool.name != tpool.name:
+        raise ScenarioError(
+            "train.pool", f"colocated placement needs rollout and train on one pool, got "
+            f"{r.pool!r} and {t.pool!r}; set policy.placement=disaggregated or use one pool",
+        )
+    if scenario.policy.name == "one_off" and colocated:
+        raise ScenarioError(
+            "policy.placement", "one_off overlaps generation with training, which needs "
+            "separate GPUs; set policy.placement=disaggregated",
+        )
+    shared = rpool.name == tpool.name
+    if colocated:
+        rg = r.gpus or rpool.gpus
+        tg = t.gpus or rg
+        if tg != rg:
+            raise ScenarioError("train.gpus", f"colocated roles share GPUs: train.gpus ({tg}) "
+                                f"must equal rollout.gpus ({rg})")
+    elif shared:
+        half = (rpool.nodes // 2) * rpool.node_size or rpool.gpus // 2
+        rg = r.gpus or (rpool.gpus - t.gpus if t.gpus else half)
+        tg = t.gpus or rpool.gpus - rg
+        if rg + tg > rpool.gpus:
+            raise ScenarioError(
+                "train.gpus", f"rollout ({rg}) + train ({tg}) GPUs exceed pool {rpool.name!r} "
+                f"({rpool.gpus} GPUs)",
+            )
+    else:
+        rg, tg = r.gpus or rpool.gpus, t.gpus or tpool.gpus
+    for gpus, pool, field in ((rg, rpool, "rollout.gpus"), (tg, tpool, "train.gpus")):
+        if gpus <= 0:
+            raise ScenarioError(field, f"no GPUs left for this role in pool {pool.name!r}")
+        if gpus > pool.gpus:
+            raise ScenarioError(field, f"{gpus} GPUs requested but pool {pool.name!r} has "
+                                f"{pool.gpus}")
+    _check_tp(r.tp, rpool, "rollout.tp")
+    if rg % r.tp:
+        raise ScenarioError("rollout.tp", f"rollout GPUs ({rg}) must be a multiple of TP {r.tp}")
+    _check_tp(t.tp, tpool, "train.tp")
+    shard = t.tp * t.pp * t.cp
+    if tg % shard:
+        raise ScenarioError("train.gpus", f"train GPUs ({tg}) must be a multiple of "
+                            f"TP x PP x CP = {shard}")
+    judge = scenario.reward.judge
+    if scenario.reward.kind == "judge" and judge is not None:
+        jpool = _pool(scenario, judge.pool, "reward.judge.pool")
+        _check_tp(judge.tp, jpool, "reward.judge.tp")
+        if judge.gpus % judge.tp or judge.gpus > jpool.gpus:
+            raise ScenarioError("reward.judge.gpus", f"{judge.gpus} GPUs must be a multiple "
+                                f"of TP {judge.tp} and at most the pool's {jpool.gpus}")
+    return Placement(colocated, rpool, tpool, rg, tg, rg // r.tp)
+
+
+def check_placement(scenario: Scenario, base_dir: Path) -> None:
+    """All cross-field checks that need no cost model, plus referenced files existing."""
+    resolve_placement(scenario)
+    if scenario.profile is not None and not (base_dir / scenario.profile).is_file():
+        raise ScenarioError("profile", f"profile file {scenario.profile!r} not found "
+                            f"(relative to {base_dir})")
+    trace = scenario.workload.trace
+    if trace is not None and not (base_dir / trace.path).exists():
+        raise ScenarioError("workload.trace.path", f"trace {trace.path!r} not found "
+                            f"(relative to {base_dir})")

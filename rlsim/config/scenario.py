@@ -1,0 +1,251 @@
+"""The scenario schema: one frozen pydantic model describing a whole RL job.
+
+Owns the shape of a scenario file (pools, rollout engines, trainer, rewards, workload,
+policy, links) with help text on every field, and the cross-field checks that need no cost
+model (pool names, TP against node size, placement). Checks that need a cost model (does
+the model fit in GPU memory) live in `rlsim.config.resolve`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rlsim.config.hardware import GpuSpec, ModelSpec, lookup_gpu, lookup_model
+from rlsim.config.units import Bytes, BytesPerSecond, Seconds
+from rlsim.config.workload import WorkloadConfig
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PoolConfig(_Frozen):
+    """A named set of GPUs of one type."""
+
+    name: str = Field(description="Pool name that rollout/train/reward placements refer to.")
+    gpu: str | GpuSpec = Field(
+        description="GPU type: a catalogue name (rlsim list gpus) or an inline GPU spec."
+    )
+    nodes: int = Field(gt=0, description="Number of nodes in the pool.")
+    gpus_per_node: int | None = Field(
+        default=None, gt=0, description="GPUs per node; default the GPU type's (8)."
+    )
+    usd_per_gpu_hour: float | None = Field(
+        default=None, ge=0, description="Price per GPU-hour in USD; default the GPU's list price."
+    )
+    host_memory: Bytes = Field(default="2 TiB", gt=0, description="Host DRAM per node.")
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str | GpuSpec) -> str | GpuSpec:
+        if isinstance(value, str):
+            try:
+                lookup_gpu(value)
+            except KeyError as err:
+                raise ValueError(str(err.args[0])) from None
+        return value
+
+    @property
+    def gpu_spec(self) -> GpuSpec:
+        return self.gpu if isinstance(self.gpu, GpuSpec) else lookup_gpu(self.gpu)
+
+    @property
+    def node_size(self) -> int:
+        return self.gpus_per_node or self.gpu_spec.gpus_per_node
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.node_size
+
+    @property
+    def price(self) -> float:
+        p = self.usd_per_gpu_hour
+        return self.gpu_spec.usd_per_gpu_hour if p is None else p
+
+
+class RolloutConfig(_Frozen):
+    """Rollout engines: vLLM/SGLang-like servers, one per `tp` GPUs."""
+
+    pool: str = Field(description="Pool the engines run on.")
+    gpus: int | None = Field(
+        default=None, gt=0,
+        description="GPUs of the pool used for rollout; default all of it (colocated or a "
+        "pool of its own) or half of it (disaggregated sharing one pool).",
+    )
+    tp: int = Field(default=1, gt=0, description="Tensor-parallel degree of each engine.")
+    max_running_seqs: int = Field(
+        default=256, gt=0, description="Cap on running sequences per engine (vLLM max_num_seqs)."
+    )
+    max_batched_tokens: int = Field(
+        default=8192, gt=0,
+        description="Token budget per iteration (chunked prefill mixes prefill with decodes).",
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
+    )
+
+
+class TrainConfig(_Frozen):
+    """The trainer: DP x TP x PP x CP over a pool."""
+
+    pool: str = Field(description="Pool the trainer runs on.")
+    gpus: int | None = Field(
+        default=None, gt=0, description="GPUs of the pool used for training; default as rollout."
+    )
+    tp: int = Field(default=1, gt=0, description="Tensor-parallel degree.")
+    pp: int = Field(default=1, gt=0, description="Pipeline-parallel degree.")
+    cp: int = Field(default=1, gt=0, description="Context-parallel degree.")
+    recompute_activations: bool = Field(
+        default=True, description="Activation recomputation (x 4/3 compute)."
+    )
+    micro_batch_tokens: int = Field(
+        default=16384, gt=0, description="Tokens per micro-batch (sets pipeline micro-batches)."
+    )
+    ref_logprob: bool = Field(
+        default=True, description="Compute reference-policy log-probs (a forward pass)."
+    )
+    old_logprob: bool = Field(
+        default=True, description="Recompute old-policy log-probs (a forward pass)."
+    )
+
+
+class LatencyDist(_Frozen):
+    """A per-sample latency: lognormal with a median and a log-space sigma."""
+
+    median: Seconds = Field(gt=0, description="Median latency, e.g. '50 ms'.")
+    sigma: float = Field(default=0.0, ge=0, description="Log-space std dev (0 = fixed).")
+
+
+class JudgeConfig(_Frozen):
+    """A judge LLM served by rollout engines of its own."""
+
+    model: str | ModelSpec = Field(description="Judge model: catalogue name or inline spec.")
+    pool: str = Field(description="Pool the judge engines run on.")
+    gpus: int = Field(gt=0, description="GPUs used for judge engines.")
+    tp: int = Field(default=1, gt=0, description="Judge engine TP degree.")
+    prompt_overhead_tokens: int = Field(
+        default=256, ge=0, description="Judge prompt tokens added to each response."
+    )
+    output_tokens: int = Field(default=16, gt=0, description="Judge verdict length in tokens.")
+
+
+class RewardConfig(_Frozen):
+    """How responses are scored."""
+
+    kind: Literal["rule", "sandbox", "judge"] = Field(
+        default="rule", description="rule (CPU function), sandbox (code execution), judge (LLM)."
+    )
+    latency: LatencyDist = Field(
+        default=LatencyDist(median=0.005), description="Per-sample latency of rule/sandbox."
+    )
+    timeout: Seconds = Field(
+        default=30.0, gt=0, description="Sandbox timeout; a sample never takes longer."
+    )
+    workers: int = Field(default=64, gt=0, description="Parallel reward workers (CPU/sandbox).")
+    judge: JudgeConfig | None = Field(default=None, description="Judge LLM (kind: judge).")
+
+    @model_validator(mode="after")
+    def _judge_present(self) -> RewardConfig:
+        if self.kind == "judge" and self.judge is None:
+            raise ValueError("kind 'judge' needs a `judge:` section (model, pool, gpus)")
+        return self
+
+
+class LinkConfig(_Frozen):
+    """The network between the train and rollout pools (weight sync path)."""
+
+    bandwidth: BytesPerSecond | None = Field(
+        default=None, gt=0,
+        description="Bandwidth of the train->rollout path; default the pools' per-GPU network "
+        "bandwidth times the sending GPUs (sharded broadcast), e.g. '400 Gb/s'.",
+    )
+    latency: Seconds = Field(default=0.00001, ge=0, description="One-way latency, e.g. '10 us'.")
+
+
+class PolicyConfig(_Frozen):
+    """The single controller that orders the phases of each step."""
+
+    name: Literal["sync", "one_off"] = Field(
+        default="sync",
+        description="sync: on-policy, phases in sequence; one_off: train step k on the "
+        "rollouts of step k-1 while step k generates.",
+    )
+    placement: Literal["colocated", "disaggregated"] = Field(
+        default="colocated",
+        description="colocated: rollout and train time-share the same GPUs (offload/reload "
+        "between phases); disaggregated: separate GPUs ('Solo-D').",
+    )
+
+
+class OutputConfig(_Frozen):
+    """What the run records."""
+
+    detail: Literal["phase", "request"] = Field(
+        default="phase",
+        description="phase: phase and engine spans; request: also one span per response "
+        "(large for big runs).",
+    )
+
+
+class Scenario(_Frozen):
+    """A whole RL post-training job: hardware, model, workload and policy."""
+
+    name: str = Field(default="scenario", description="Scenario name shown in reports.")
+    description: str = Field(default="", description="Free text: what the scenario models.")
+    seed: int = Field(default=0, ge=0, description="Root seed of every random stream.")
+    steps: int = Field(default=10, gt=0, description="Training steps to simulate.")
+    model: str | ModelSpec = Field(
+        description="Policy model: catalogue name (rlsim list models) or inline architecture."
+    )
+    profile: str | None = Field(
+        default=None,
+        description="Path to a calibrated profile JSON (relative to the scenario file); "
+        "default the built-in profile of each pool's GPU type.",
+    )
+    pools: list[PoolConfig] = Field(min_length=1, description="GPU pools.")
+    rollout: RolloutConfig = Field(description="Rollout engines.")
+    train: TrainConfig = Field(description="Trainer.")
+    reward: RewardConfig = Field(default=RewardConfig(), description="Reward computation.")
+    workload: WorkloadConfig = Field(description="Prompts and lengths.")
+    policy: PolicyConfig = Field(default=PolicyConfig(), description="Scheduling policy.")
+    link: LinkConfig = Field(default=LinkConfig(), description="Train->rollout network.")
+    engine_mode: Literal["skip", "iteration"] = Field(
+        default="skip",
+        description="skip: one event per batch change (fast); iteration: one event per "
+        "decode iteration (reference mode for tests).",
+    )
+    output: OutputConfig = Field(default=OutputConfig(), description="Recording detail.")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str | ModelSpec) -> str | ModelSpec:
+        if isinstance(value, str):
+            try:
+                lookup_model(value)
+            except KeyError as err:
+                raise ValueError(str(err.args[0])) from None
+        return value
+
+    @field_validator("pools")
+    @classmethod
+    def _unique_pools(cls, pools: list[PoolConfig]) -> list[PoolConfig]:
+        names = [p.name for p in pools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
+        return pools
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        return self.model if isinstance(self.model, ModelSpec) else lookup_model(self.model)
+
+    def pool(self, name: str) -> PoolConfig:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

@@ -1,0 +1,216 @@
+"""The workload schema: how many prompts a step has, and how long prompts and responses are.
+
+Owns the length distributions (a discriminated union on `dist`), the PolyTrace replay
+settings and `WorkloadConfig`. Validation only checks shapes and ranges; it reads no file
+(empirical `path` and trace `path` are resolved and read by `rlsim.workload`, relative to
+the scenario file's directory). How the fields are turned into lengths (the Gaussian copula
+that correlates the responses of one prompt) is documented in docs/workload.md.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+# Tolerance on the sum of mixture weights: YAML authors write decimals like 0.3/0.3/0.4.
+GMM_WEIGHT_SUM_TOLERANCE = 1e-6
+
+
+class _Frozen(BaseModel):
+    # NaN or infinite lengths would pass every range check and poison the samples.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class FixedLength(_Frozen):
+    """Every length is the same number of tokens."""
+
+    dist: Literal["fixed"] = Field(description="Distribution family tag: a constant length.")
+    value: int = Field(ge=1, description="The length in tokens.")
+
+
+class NormalLength(_Frozen):
+    """A normal distribution of lengths, rounded to tokens and clamped to [1, cap]."""
+
+    dist: Literal["normal"] = Field(description="Distribution family tag: normal.")
+    mean: float = Field(description="Mean of the (unclamped) normal, in tokens.")
+    std: float = Field(gt=0, description="Standard deviation of the normal, in tokens.")
+
+
+class LognormalLength(_Frozen):
+    """A lognormal distribution of lengths: ln(length) ~ N(ln(median), sigma^2).
+
+    Parametrised by the median and the log-space sigma because both read directly off a
+    trace (median of the lengths, std of their logs). Mean = median * exp(sigma^2 / 2) and
+    CV = sqrt(exp(sigma^2) - 1); `from_mean_std` converts from those.
+    """
+
+    dist: Literal["lognormal"] = Field(description="Distribution family tag: lognormal.")
+    median: float = Field(gt=0, description="Median length in tokens (exp of the log-mean).")
+    sigma: float = Field(
+        gt=0, description="Standard deviation of ln(length) (log-space sigma, unitless)."
+    )
+
+    @classmethod
+    def from_mean_std(cls, mean: float, std: float) -> LognormalLength:
+        """The lognormal with this (unclamped) mean and standard deviation, in tokens."""
+        if mean <= 0 or std <= 0:
+            raise ValueError(f"lognormal needs mean > 0 and std > 0, got {mean}, {std}")
+        sigma2 = math.log1p((std / mean) ** 2)
+        return cls(dist="lognormal", median=mean / math.exp(sigma2 / 2), sigma=math.sqrt(sigma2))
+
+
+class GmmLength(_Frozen):
+    """A one-dimensional Gaussian mixture of lengths (e.g. the fitted Intern-S1 GMMs)."""
+
+    dist: Literal["gmm"] = Field(description="Distribution family tag: Gaussian mixture.")
+    weights: list[float] = Field(
+        min_length=1, description="Component weights; each >= 0, summing to 1 (within 1e-6)."
+    )
+    means: list[float] = Field(
+        min_length=1, description="Component means in tokens, one per weight."
+    )
+    stds: list[PositiveFloat] = Field(
+        min_length=1, description="Component standard deviations in tokens (> 0), one per weight."
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_sum_to_one(cls, weights: list[float]) -> list[float]:
+        if any(w < 0 for w in weights):
+            raise ValueError(f"weights must be >= 0, got {weights}")
+        total = math.fsum(weights)
+        if abs(total - 1.0) > GMM_WEIGHT_SUM_TOLERANCE:
+            raise ValueError(f"weights must sum to 1 (within 1e-6), they sum to {total:.9g}")
+        return weights
+
+    @field_validator("means", "stds")
+    @classmethod
+    def _one_per_weight(cls, values: list[float], info: ValidationInfo) -> list[float]:
+        weights = info.data.get("weights")
+        # Absent when the weights themselves failed validation; that error is reported.
+        if weights is not None and len(values) != len(weights):
+            raise ValueError(
+                f"{info.field_name} has {len(values)} entries but weights has {len(weights)}; "
+                "give one per mixture component"
+            )
+        return values
+
+
+class EmpiricalLength(_Frozen):
+    """Lengths resampled from a list of observed lengths (exactly their distribution)."""
+
+    dist: Literal["empirical"] = Field(description="Distribution family tag: empirical.")
+    values: list[float] | None = Field(
+        default=None, min_length=1, description="Observed lengths in tokens (give this or path)."
+    )
+    path: Path | None = Field(
+        default=None,
+        description="File of observed lengths: one number per line, or a JSON list; relative "
+        "paths are resolved against the scenario file's directory (give this or values).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> EmpiricalLength:
+        if (self.values is None) == (self.path is None):
+            raise ValueError("empirical needs exactly one of `values` or `path`")
+        return self
+
+
+LengthDist = Annotated[
+    FixedLength | NormalLength | LognormalLength | GmmLength | EmpiricalLength,
+    Field(discriminator="dist"),
+]
+"""A length distribution in tokens; `dist` names the family."""
+
+
+class TraceConfig(_Frozen):
+    """Replay of measured prompt and response lengths instead of the distributions."""
+
+    path: Path = Field(
+        description="A PolyTrace directory (its packed_lengths_step_*.jsonl files are read in "
+        "step order) or one packed_lengths_step_*.jsonl file; relative paths are resolved "
+        "against the scenario file's directory."
+    )
+    format: Literal["polytrace"] = Field(
+        default="polytrace", description="Trace format: polytrace packed lengths (JSON lines)."
+    )
+    order: Literal["sequential", "shuffle"] = Field(
+        default="sequential",
+        description="sequential: prompts in file order, files in step order, cycling; "
+        "shuffle: each prompt drawn with replacement from the pooled trace by the workload RNG.",
+    )
+    scale_response: float = Field(
+        default=1.0, gt=0,
+        description="Multiplier on every replayed response length (before the cap), for "
+        "what-if studies such as a model that reasons twice as long.",
+    )
+
+
+# Defaults below are documented choices (docs/workload.md), measured on the PolyTrace data:
+# prompt medians are 152 (DAPO) and 435 (DeepCoder) tokens with log-sigma 0.29 and 0.59.
+_DEFAULT_PROMPT_LEN = LognormalLength(dist="lognormal", median=256.0, sigma=0.5)
+
+
+class WorkloadConfig(_Frozen):
+    """GRPO-style prompts per step, responses per prompt, and their lengths."""
+
+    prompts_per_step: int = Field(gt=0, description="Prompts per training step (GRPO batch).")
+    samples_per_prompt: int = Field(
+        gt=0, description="Responses generated per prompt (GRPO group size n)."
+    )
+    prompt_len: LengthDist = Field(
+        default=_DEFAULT_PROMPT_LEN,
+        description="Prompt length distribution in tokens; default lognormal median 256, "
+        "sigma 0.5 (between the DAPO and DeepCoder traces).",
+    )
+    response_len: LengthDist | None = Field(
+        default=None,
+        description="Response length distribution in tokens (the marginal of every response); "
+        "required unless `trace` is set.",
+    )
+    max_prompt_len: int = Field(
+        default=2048, gt=0, description="Cap on prompt length in tokens (longer are clamped)."
+    )
+    max_response_len: int = Field(
+        gt=0,
+        description="Cap on response length in tokens (the engine's max_tokens); longer "
+        "responses stop at the cap, and count as capped.",
+    )
+    group_correlation: float = Field(
+        default=0.5, ge=0, lt=1,
+        description="Correlation rho, on the latent normal scale, between the lengths of two "
+        "responses to the same prompt (prompt difficulty). Measured: 0.08 on DAPO "
+        "Qwen2.5-32B, 0.84 on DeepCoder-14B; 0 makes responses independent.",
+    )
+    difficulty_length_correlation: float = Field(
+        default=0.0, ge=-1, le=1,
+        description="Correlation, on the latent normal scale, between a prompt's length and its "
+        "difficulty (the shared part of its responses' lengths). Measured against group mean "
+        "log-length: 0.16 on DAPO, 0.62 on DeepCoder.",
+    )
+    trace: TraceConfig | None = Field(
+        default=None,
+        description="Replay a measured trace: prompt and response lengths come from it and "
+        "prompt_len/response_len are ignored. Each trace prompt must have at least "
+        "samples_per_prompt responses; the first samples_per_prompt are used.",
+    )
+
+    @model_validator(mode="after")
+    def _lengths_have_a_source(self) -> WorkloadConfig:
+        if self.trace is None and self.response_len is None:
+            raise ValueError(
+                "response_len is required unless trace is set; e.g. "
+                "response_len: {dist: lognormal, median: 1000, sigma: 1.0}"
+            )
+        return self

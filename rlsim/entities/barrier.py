@@ -1,0 +1,33 @@
+"""A countdown barrier: one SimPy event that fires when N callbacks have arrived.
+
+Cheaper than `AllOf` over thousands of per-request events: requests call `arrive` from
+their completion callback, and only the last arrival schedules an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simpy
+
+
+class Barrier:
+    """Fires `done` when `count` arrivals have happened (at once if count is 0)."""
+
+    __slots__ = ("arrived", "count", "done", "items")
+
+    def __init__(self, env: simpy.Environment, count: int) -> None:
+        self.count = count
+        self.arrived = 0
+        self.items: list[Any] = []
+        self.done = env.event()
+        if count == 0:
+            self.done.succeed(self.items)
+
+    def arrive(self, item: Any = None) -> None:
+        if self.arrived >= self.count:
+            raise RuntimeError("barrier: more arrivals than expected")
+        self.arrived += 1
+        self.items.append(item)
+        if self.arrived == self.count:
+            self.done.succeed(self.items)

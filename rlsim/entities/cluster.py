@@ -1,0 +1,155 @@
+"""Builds the simulated cluster of one scenario: pools, engines, trainer, rewards, link.
+
+Owns the wiring from a validated `Scenario` to entities with their cost models, and the
+checks that need a cost model (weights that do not fit in GPU memory, a sequence longer
+than an engine's KV cache, trainer state larger than its GPUs), raised as `ScenarioError`
+naming the field to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import simpy
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.hardware import GpuSpec, ModelSpec
+from rlsim.config.placement import Placement, resolve_placement
+from rlsim.config.scenario import PoolConfig, Scenario
+from rlsim.cost.inference import InferenceCost
+from rlsim.cost.profile import Profile, builtin_profile, load_profile
+from rlsim.cost.training import TrainCost
+from rlsim.entities.engine import RolloutEngine
+from rlsim.entities.link import Link
+from rlsim.entities.reward import RewardPool
+from rlsim.entities.trainer import Trainer
+from rlsim.trace import Recorder
+
+GIB = 2.0**30
+
+
+@dataclass
+class Cluster:
+    """Everything a policy drives."""
+
+    env: simpy.Environment
+    recorder: Recorder
+    scenario: Scenario
+    placement: Placement
+    model: ModelSpec
+    engines: list[RolloutEngine]
+    engine_cost: InferenceCost
+    trainer: Trainer
+    train_cost: TrainCost
+    reward: RewardPool
+    judges: list[RolloutEngine]
+    link: Link
+    weight_bytes: float
+
+
+def _profile(scenario: Scenario, base_dir: Path, gpu: GpuSpec) -> Profile:
+    if scenario.profile is None:
+        return builtin_profile(gpu)
+    try:
+        return load_profile(base_dir / scenario.profile)
+    except (OSError, ValueError) as err:
+        raise ScenarioError("profile", f"cannot use profile {scenario.profile!r}: {err}") from None
+
+
+def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,
+                 field: str) -> tuple[InferenceCost, int]:
+    gpu = pool.gpu_spec
+    cost = InferenceCost(model, gpu, tp, profile)
+    kv = cost.kv_capacity_tokens(util)
+    if kv <= 0:
+        per_gpu = model.weight_bytes() / tp / GIB
+        raise ScenarioError(
+            field, f"{model.name} does not fit: {per_gpu:.1f} GiB of weights per GPU at TP {tp} "
+            f"on {gpu.name} ({gpu.hbm / GIB:.0f} GiB x {util} usable) leaves no KV cache; "
+            "raise the TP degree or use a larger GPU")
+    return cost, kv
+
+
+def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
+                  recorder: Recorder) -> Cluster:
+    """Create every entity of the scenario; raises ScenarioError for impossible ones."""
+    place = resolve_placement(scenario)
+    model = scenario.model_spec
+    r = scenario.rollout
+    rpool, tpool = place.rollout_pool, place.train_pool
+    rprofile = _profile(scenario, base_dir, rpool.gpu_spec)
+    engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
+                                   "rollout.tp")
+    w = scenario.workload
+    longest = w.max_prompt_len + w.max_response_len
+    if longest > kv:
+        raise ScenarioError(
+            "rollout.tp", f"one sequence of max_prompt_len + max_response_len = {longest} "
+            f"tokens exceeds an engine's KV cache ({kv} tokens); raise rollout.tp or "
+            "gpu_memory_utilization, or lower workload.max_response_len")
+    engines = [
+        RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
+                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name, r.tp)
+        for i in range(place.engines)
+    ]
+    t = scenario.train
+    tprofile = _profile(scenario, base_dir, tpool.gpu_spec)
+    train_cost = TrainCost(model, tpool.gpu_spec, place.train_gpus, t.tp, t.pp, t.cp, tprofile,
+                           t.recompute_activations, t.micro_batch_tokens)
+    state = train_cost.state_bytes_per_gpu()
+    if state > tpool.gpu_spec.hbm:
+        raise ScenarioError(
+            "train.gpus", f"trainer state needs {state / GIB:.1f} GiB per GPU on "
+            f"{place.train_gpus} GPUs, more than {tpool.gpu_spec.name}'s "
+            f"{tpool.gpu_spec.hbm / GIB:.0f} GiB; use more training GPUs")
+    trainer = Trainer(env, "trainer", train_cost, tpool.name, place.train_gpus, recorder)
+    judges: list[RolloutEngine] = []
+    jc = scenario.reward.judge
+    if scenario.reward.kind == "judge" and jc is not None:
+        jpool = scenario.pool(jc.pool)
+        jmodel = jc.model if isinstance(jc.model, ModelSpec) else _judge_model(jc.model)
+        jcost, jkv = _engine_cost(jmodel, jpool, jc.tp, r.gpu_memory_utilization,
+                                  _profile(scenario, base_dir, jpool.gpu_spec),
+                                  "reward.judge.tp")
+        judges = [
+            RolloutEngine(env, f"judge{i}", jcost, jkv, r.max_running_seqs,
+                          r.max_batched_tokens, recorder, scenario.engine_mode, jpool.name,
+                          jc.tp)
+            for i in range(jc.gpus // jc.tp)
+        ]
+    reward = RewardPool(env, scenario.reward.workers, recorder)
+    link = Link(env, "weight_sync", _sync_bandwidth(scenario, place, tprofile), scenario.link.latency,
+                recorder)
+    for pool in scenario.pools:
+        recorder.instant("cluster", "pool", 0.0, pool=pool.name, gpu=pool.gpu_spec.name,
+                         gpus=pool.gpus, usd_per_gpu_hour=pool.price)
+    return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
+                   train_cost, reward, judges, link, model.weight_bytes())
+
+
+def _judge_model(name: str) -> ModelSpec:
+    from rlsim.config.hardware import lookup_model
+
+    try:
+        return lookup_model(name)
+    except KeyError as err:
+        raise ScenarioError("reward.judge.model", str(err.args[0])) from None
+
+
+def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile) -> float:
+    """Effective bandwidth of one weight-sync broadcast.
+
+    Colocated: the trainer's shards are gathered inside each node over NVLink (one
+    direction is half the bidirectional figure). Disaggregated: every engine receives the
+    full weights over its `tp` GPUs' network ports, sent by as many trainer GPUs in
+    parallel shards, so the narrower side bounds the rate.
+    """
+    if scenario.link.bandwidth is not None:
+        return scenario.link.bandwidth
+    rgpu, tgpu = place.rollout_pool.gpu_spec, place.train_pool.gpu_spec
+    if place.colocated:
+        return rgpu.nvlink_bandwidth / 2 * scenario.rollout.tp * profile.network_efficiency
+    per_gpu = min(rgpu.network_bandwidth, tgpu.network_bandwidth)
+    ports = min(scenario.rollout.tp, place.train_gpus)
+    return per_gpu * ports * profile.network_efficiency

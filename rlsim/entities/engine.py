@@ -1,0 +1,431 @@
+"""Rollout engine: one vLLM/SGLang-like server with continuous batching.
+
+Owns the batch of one engine: FCFS admission at iteration boundaries under a cap on running
+sequences and a KV-cache capacity in tokens, chunked prefill under a per-iteration token
+budget, preemption by recompute (most recently admitted first) when KV runs out, abort that
+returns partial tokens, and add-with-prefix (a retained prefix is re-prefilled).
+
+Events only when something changes. All decoding sequences advance together, so the engine
+keeps one decode clock: a decoding sequence's generated count is `clock - base`, the KV of all
+decoding sequences is `kv_const + B * clock`, and finishes come off a heap keyed by the clock
+value at which they finish. A decode iteration costs `a + b * kv_tokens` (the cost model's
+`decode_affine`), so the time of n iterations with a fixed batch is an arithmetic series,
+summed in closed form: one SimPy event covers every iteration up to the next batch change
+(a finish, KV exhaustion, an arrival or abort). `mode="iteration"` schedules one event per
+iteration and prices each with `InferenceCost.step`, as the reference for tests.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import simpy
+
+from rlsim.trace import Recorder
+
+
+class _StepCost(Protocol):
+    @property
+    def total_s(self) -> float: ...
+
+
+class EngineCost(Protocol):
+    """The slice of `rlsim.cost.InferenceCost` the engine uses."""
+
+    def step(self, decode_seqs: int, kv_tokens: int, prefill_tokens: int = 0,
+             prefill_context_tokens: int = 0) -> _StepCost: ...
+
+    def decode_affine(self, batch: int) -> tuple[float, float]: ...
+
+
+@dataclass(slots=True, eq=False)
+class Request:
+    """One generation request: a prompt and the response length it will reach.
+
+    `output_tokens` is the full response length the workload drew; `prefix_tokens` of it
+    already exist (retained from an aborted or migrated attempt) and are re-prefilled.
+    """
+
+    rid: int
+    prompt_tokens: int
+    output_tokens: int
+    prefix_tokens: int = 0
+    on_done: Callable[[Request], None] | None = None
+    tag: Any = None
+    # Filled in by the engine.
+    status: str = "new"  # waiting | prefill | decode | finished | aborted
+    generated: int = 0
+    t_submit: float = math.nan
+    t_first_token: float = math.nan
+    t_finish: float = math.nan
+    preemptions: int = 0
+    engine: str = ""
+    _prefill_left: int = 0
+    _prefill_done: int = 0
+    _base: int = 0  # decode clock minus generated tokens, while decoding
+    _order: int = 0
+    _extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def context_tokens(self) -> int:
+        return self.prompt_tokens + self.generated
+
+
+class RolloutEngine:
+    """A continuous-batching inference server on `tp` GPUs."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        name: str,
+        cost: EngineCost,
+        kv_capacity_tokens: int,
+        max_running_seqs: int,
+        max_batched_tokens: int,
+        recorder: Recorder,
+        mode: str = "skip",
+        pool: str = "",
+        gpus: int = 1,
+    ) -> None:
+        if mode not in ("skip", "iteration"):
+            raise ValueError(f"unknown engine mode {mode!r}")
+        if kv_capacity_tokens <= 0:
+            raise ValueError(f"engine {name}: no KV capacity ({kv_capacity_tokens} tokens)")
+        self.env = env
+        self.name = name
+        self.cost = cost
+        self.kv_capacity = kv_capacity_tokens
+        self.max_running = max_running_seqs
+        self.max_batched = max_batched_tokens
+        self.recorder = recorder
+        self.iteration_mode = mode == "iteration"
+        self.pool = pool
+        self.gpus = gpus
+        self.waiting: deque[Request] = deque()
+        self.prefilling: dict[int, Request] = {}
+        self.decoding: dict[int, Request] = {}  # admission order, for LIFO preemption
+        self._heap: list[tuple[int, int, Request]] = []
+        self.clock = 0
+        self._kv_const = 0  # sum over decoding of (context at join - clock at join)
+        self._kv_prefill = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
+        self._order = 0
+        self._affine: dict[int, tuple[float, float]] = {}
+        self._watermark = max(kv_capacity_tokens // 100, max_running_seqs)
+        # Segment in flight: decode iterations after the head, its start and coefficients.
+        self._seg_t0 = 0.0
+        self._seg_head_s = 0.0
+        self._seg_n = 0
+        self._seg_a = 0.0
+        self._seg_b = 0.0
+        self._seg_k0 = 0
+        self._seg_batch = 0
+        self._in_segment = False
+        self._head_done: list[Request] = []
+        self._idle: simpy.Event | None = None
+        self._busy_since: float | None = None
+        self.iterations = 0
+        self.preemptions = 0
+        self.finished = 0
+        self.process = env.process(self._run())
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def running(self) -> int:
+        return len(self.prefilling) + len(self.decoding)
+
+    @property
+    def load(self) -> int:
+        """Requests on this engine (running + waiting), for least-loaded dispatch."""
+        return self.running + len(self.waiting)
+
+    @property
+    def kv_used(self) -> int:
+        return self._kv_const + len(self.decoding) * self.clock + self._kv_prefill
+
+    def submit(self, req: Request) -> None:
+        """Queue a request; it is admitted at the next iteration boundary."""
+        if req.prefix_tokens >= req.output_tokens:
+            raise ValueError(f"request {req.rid}: prefix {req.prefix_tokens} >= output "
+                             f"{req.output_tokens}")
+        if req.prompt_tokens + req.output_tokens > self.kv_capacity:
+            raise ValueError(
+                f"request {req.rid} needs {req.prompt_tokens + req.output_tokens} KV tokens, "
+                f"more than engine {self.name} holds ({self.kv_capacity})")
+        req.status = "waiting"
+        req.generated = req.prefix_tokens
+        req.t_submit = self.env.now
+        req.engine = self.name
+        self.waiting.append(req)
+        self._poke()
+
+    def abort(self, reqs: list[Request] | None = None) -> list[Request]:
+        """Abort `reqs` (default: all) now; each keeps the tokens generated so far.
+
+        Progress counts whole iterations completed by now; the iteration in flight still
+        completes for the sequences that remain.
+        """
+        done_iters = self._completed_iterations() if self._in_segment else 0
+        targets = list(reqs) if reqs is not None else [
+            *self.waiting, *self.prefilling.values(), *self.decoding.values()]
+        aborted: list[Request] = []
+        for r in targets:
+            if r.status == "waiting":
+                self.waiting.remove(r)
+            elif r.status == "prefill":
+                del self.prefilling[r.rid]
+                self._kv_prefill -= r._prefill_left + r._prefill_done + 1
+            elif r.status == "decode":
+                del self.decoding[r.rid]
+                clock_now = self.clock + done_iters
+                r.generated = min(clock_now - r._base, r.output_tokens)
+                self._kv_const -= r.prompt_tokens - r._base
+            else:
+                continue
+            r.status = "aborted"
+            r.t_finish = self.env.now
+            aborted.append(r)
+        if aborted:
+            self._poke()
+        for r in aborted:
+            self._emit_request(r)
+        return aborted
+
+    # ------------------------------------------------------------------ internals
+    def _poke(self) -> None:
+        if self._idle is not None and not self._idle.triggered:
+            self._idle.succeed()
+        elif self._in_segment and self._seg_n > 1:
+            self.process.interrupt("batch change")
+
+    def _coeffs(self, batch: int) -> tuple[float, float]:
+        ab = self._affine.get(batch)
+        if ab is None:
+            ab = self._affine[batch] = self.cost.decode_affine(batch)
+        return ab
+
+    def _decode_time(self, n: int) -> float:
+        """Time of the first n decode iterations of the current segment (closed form)."""
+        a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
+        return n * a + b * (n * k0 + bsz * n * (n - 1) / 2)
+
+    def _completed_iterations(self) -> int:
+        """Decode iterations of the current segment completed by now (head counts as done)."""
+        elapsed = self.env.now - self._seg_t0 - self._seg_head_s
+        if elapsed <= 0 or self._seg_n == 0:
+            return 0
+        a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
+        # Solve (b*B/2) n^2 + (a + b*k0 - b*B/2) n - elapsed = 0 for n, then fix rounding.
+        qa, qb = b * bsz / 2, a + b * k0 - b * bsz / 2
+        if qa > 0:
+            n = int((-qb + math.sqrt(qb * qb + 4 * qa * elapsed)) / (2 * qa))
+        else:
+            n = int(elapsed / qb) if qb > 0 else self._seg_n
+        n = max(0, min(n, self._seg_n))
+        while n > 0 and self._decode_time(n) > elapsed + 1e-12:
+            n -= 1
+        while n < self._seg_n and self._decode_time(n + 1) <= elapsed + 1e-12:
+            n += 1
+        return n
+
+    def _admit(self) -> None:
+        while self.waiting and self.running < self.max_running:
+            r = self.waiting[0]
+            need = r.prompt_tokens + r.generated
+            # Like vLLM's watermark: keep room for the running batch to grow, so a new
+            # admission is not preempted at once; an empty engine admits what fits at all.
+            limit = self.kv_capacity - self._watermark if self.running else self.kv_capacity
+            if self.kv_used + need + 1 > limit:
+                break
+            self.waiting.popleft()
+            r.status = "prefill"
+            r._prefill_left = need
+            r._prefill_done = 0
+            self._order += 1
+            r._order = self._order
+            self._kv_prefill += need + 1  # the prompt plus the token its prefill samples
+            self.prefilling[r.rid] = r
+
+    def _join_decode(self, r: Request) -> None:
+        r.status = "decode"
+        r._base = self.clock - r.generated
+        self._kv_const += r.prompt_tokens - r._base
+        self.decoding[r.rid] = r
+        heapq.heappush(self._heap, (r._base + r.output_tokens, r._order, r))
+
+    def _preempt_one(self) -> None:
+        """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
+        victim: Request | None = None
+        if self.prefilling:
+            victim = self.prefilling[next(reversed(self.prefilling))]
+        if self.decoding:
+            last = self.decoding[next(reversed(self.decoding))]
+            if victim is None or last._order > victim._order:
+                victim = last
+        if victim is None:
+            raise RuntimeError(f"engine {self.name}: KV exhausted with nothing to preempt")
+        if victim.status == "prefill":
+            del self.prefilling[victim.rid]
+            self._kv_prefill -= victim._prefill_left + victim._prefill_done + 1
+        else:
+            del self.decoding[victim.rid]
+            victim.generated = self.clock - victim._base
+            self._kv_const -= victim.prompt_tokens - victim._base
+        victim.status = "waiting"
+        victim.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(victim)
+        if self.recorder.per_request:
+            self.recorder.instant(f"rollout.{self.name}", "preempt", self.env.now,
+                                  rid=victim.rid, generated=victim.generated)
+
+    def _head(self) -> float:
+        """Run one mixed iteration (prefill chunks + decodes) now; returns its cost.
+
+        Its effects are applied at once; finishes it causes are signalled at segment end.
+        """
+        bsz = len(self.decoding)
+        kv_dec = self._kv_const + bsz * self.clock
+        budget = self.max_batched - bsz
+        chunk_total = 0
+        ctx_weighted = 0
+        completed: list[Request] = []
+        for r in self.prefilling.values():
+            if budget <= 0:
+                break
+            take = min(r._prefill_left, budget)
+            budget -= take
+            chunk_total += take
+            ctx_weighted += take * r._prefill_done
+            r._prefill_left -= take
+            r._prefill_done += take
+            if r._prefill_left == 0:
+                completed.append(r)
+        ctx = ctx_weighted // chunk_total if chunk_total else 0
+        cost = self.cost.step(bsz, kv_dec, chunk_total, ctx).total_s
+        self.clock += 1
+        self.iterations += 1
+        for r in completed:
+            del self.prefilling[r.rid]
+            self._kv_prefill -= r._prefill_done + 1
+            r.generated += 1  # the last prefill chunk samples the first new token
+            if math.isnan(r.t_first_token):
+                r.t_first_token = self.env.now + cost
+            self._join_decode(r)
+        return cost
+
+    def _plan(self) -> float:
+        """Start a segment now; returns its duration. Sets the segment fields."""
+        self._head_done = []
+        head_s = 0.0
+        progress_prefill = bool(self.prefilling) and len(self.decoding) < self.max_batched
+        if progress_prefill:
+            head_s = self._head()
+            if self._heap and self._heap[0][0] <= self.clock or self.prefilling:
+                # A finish, or more prefill: the batch changes after this one iteration.
+                self._set_segment(head_s, 0)
+                return head_s
+            if self.iteration_mode:
+                self._set_segment(head_s, 0)
+                return head_s
+        bsz = len(self.decoding)
+        if bsz == 0:
+            self._set_segment(head_s, 0)
+            return head_s
+        n_fin = self._heap[0][0] - self.clock
+        free = self.kv_capacity - self.kv_used
+        n_kv = free // bsz
+        n = min(n_fin, n_kv)
+        if self.iteration_mode:
+            n = min(n, 1)
+        if n <= 0:
+            self._set_segment(head_s, 0)
+            return head_s
+        k0 = self._kv_const + bsz * self.clock
+        if self.iteration_mode:
+            self._set_segment(head_s, n)
+            dt = self.cost.step(bsz, k0).total_s
+            self._seg_a, self._seg_b = dt, 0.0
+            return head_s + dt
+        a, b = self._coeffs(bsz)
+        self._set_segment(head_s, n, a, b, k0, bsz)
+        return head_s + self._decode_time(n)
+
+    def _set_segment(self, head_s: float, n: int, a: float = 0.0, b: float = 0.0,
+                     k0: int = 0, bsz: int = 0) -> None:
+        self._seg_t0 = self.env.now
+        self._seg_head_s = head_s
+        self._seg_n = n
+        self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
+
+    def _finish_segment(self) -> None:
+        self.clock += self._seg_n
+        self.iterations += self._seg_n
+        now = self.env.now
+        heap = self._heap
+        while heap and heap[0][0] <= self.clock:
+            _, _, r = heapq.heappop(heap)
+            if r.status != "decode" or r._base + r.output_tokens > self.clock:
+                continue  # stale entry of a preempted/aborted sequence
+            del self.decoding[r.rid]
+            self._kv_const -= r.prompt_tokens - r._base
+            r.generated = r.output_tokens
+            r.status = "finished"
+            r.t_finish = now
+            self.finished += 1
+            self._emit_request(r)
+            if r.on_done is not None:
+                r.on_done(r)
+
+    def _emit_request(self, r: Request) -> None:
+        if self.recorder.per_request:
+            self.recorder.span(f"rollout.{self.name}.requests", r.status, r.t_submit,
+                               r.t_finish, rid=r.rid, prompt=r.prompt_tokens,
+                               generated=r.generated, preemptions=r.preemptions)
+        if r.status == "aborted" and r.on_done is not None:
+            r.on_done(r)
+
+    def _run(self) -> Generator[simpy.Event, Any, None]:
+        env = self.env
+        while True:
+            self._admit()
+            if not self.prefilling and not self.decoding:
+                if self.waiting:
+                    raise RuntimeError(f"engine {self.name}: cannot admit {self.waiting[0].rid}")
+                self._go_idle()
+                self._idle = env.event()
+                yield self._idle
+                self._idle = None
+                continue
+            if self._busy_since is None:
+                self._busy_since = env.now
+            if self.decoding and self.kv_used + len(self.decoding) > self.kv_capacity:
+                self._preempt_one()
+                continue
+            duration = self._plan()
+            self._in_segment = True
+            end = env.now + duration
+            while env.now < end:
+                try:
+                    yield env.timeout(end - env.now)
+                except simpy.Interrupt:
+                    # An arrival or abort: stop after the iteration in flight.
+                    done = self._completed_iterations()
+                    if env.now - self._seg_t0 >= self._seg_head_s and done < self._seg_n:
+                        self._seg_n = done + 1
+                        end = self._seg_t0 + self._seg_head_s + self._decode_time(done + 1)
+                    elif env.now - self._seg_t0 < self._seg_head_s:
+                        self._seg_n = 0
+                        end = self._seg_t0 + self._seg_head_s
+            self._in_segment = False
+            self._finish_segment()
+
+    def _go_idle(self) -> None:
+        if self._busy_since is not None:
+            self.recorder.span(f"rollout.{self.name}", "busy", self._busy_since, self.env.now,
+                               pool=self.pool, gpus=self.gpus)
+            self._busy_since = None

@@ -1,0 +1,72 @@
+"""Trainer: the DP x TP x PP x CP training job on its GPUs.
+
+Owns the mechanism of training-side work in simulated time: a train step, forward-only
+passes (reference and old-policy log-probs), and moving its state to and from host memory
+when colocated. Durations come from `rlsim.cost.TrainCost`; busy spans carry the pool and
+GPU count for utilization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Protocol
+
+import simpy
+
+from rlsim.trace import Recorder
+
+
+class _StepCost(Protocol):
+    @property
+    def total_s(self) -> float: ...
+
+
+class TrainerCost(Protocol):
+    """The slice of `rlsim.cost.TrainCost` the trainer uses."""
+
+    def train_step(self, tokens: int) -> _StepCost: ...
+    def forward_s(self, tokens: int) -> float: ...
+    def offload_s(self) -> float: ...
+    def reload_s(self) -> float: ...
+
+
+class Trainer:
+    """Runs one thing at a time on its GPUs (a SimPy resource of capacity 1)."""
+
+    def __init__(self, env: simpy.Environment, name: str, cost: TrainerCost, pool: str,
+                 gpus: int, recorder: Recorder) -> None:
+        self.env = env
+        self.name = name
+        self.cost = cost
+        self.pool = pool
+        self.gpus = gpus
+        self.recorder = recorder
+        self.track = f"train.{name}"
+        self._gpus = simpy.Resource(env, capacity=1)
+
+    def train(self, tokens: int, **attrs: Any) -> simpy.Process:
+        """One optimizer step on `tokens` tokens."""
+        return self.env.process(self._busy("train", self.cost.train_step(tokens).total_s,
+                                           tokens=tokens, **attrs))
+
+    def forward(self, tokens: int, label: str = "forward") -> simpy.Process:
+        """A forward-only pass (log-prob inference) over `tokens` tokens."""
+        return self.env.process(self._busy(label, self.cost.forward_s(tokens), tokens=tokens))
+
+    def offload(self) -> simpy.Process:
+        return self.env.process(self._busy("offload", self.cost.offload_s(), compute=False))
+
+    def reload(self) -> simpy.Process:
+        return self.env.process(self._busy("reload", self.cost.reload_s(), compute=False))
+
+    def _busy(self, name: str, duration_s: float, compute: bool = True,
+              **attrs: Any) -> Generator[simpy.Event, Any, float]:
+        with self._gpus.request() as req:
+            yield req
+            t0 = self.env.now
+            yield self.env.timeout(duration_s)
+            if compute:
+                self.recorder.span(self.track, "busy", t0, self.env.now, pool=self.pool,
+                                   gpus=self.gpus, work=name)
+            self.recorder.span(self.track, name, t0, self.env.now, **attrs)
+        return duration_s

@@ -1,0 +1,24 @@
+"""Scheduling policies: one file each; they order and overlap the phases in `phases`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import simpy
+
+from rlsim.policies.one_off import run_one_off
+from rlsim.policies.phases import Phases
+from rlsim.policies.sync import run_sync
+from rlsim.workload import Workload
+
+PolicyFn = Callable[[Phases, Workload], Generator[simpy.Event, Any, None]]
+
+POLICIES: dict[str, tuple[PolicyFn, str]] = {
+    "sync": (run_sync, "on-policy, phases in sequence; colocated (veRL) or disaggregated "
+                       "(Solo-D)"),
+    "one_off": (run_one_off, "one-step off-policy: train step k while step k+1 generates "
+                             "(disaggregated)"),
+}
+
+__all__ = ["POLICIES", "Phases", "PolicyFn"]

@@ -1,0 +1,45 @@
+"""`one_off`: one-step off-policy RL on separate rollout and train GPUs.
+
+Train step k uses the rollouts of step k, generated with the weights of version k-1, while
+the engines already generate step k+1 with the same weights. A barrier joins both, then the
+new weights are synced. Step 0 has nothing to overlap with: its rollouts come first.
+Staleness is therefore 0 for step 0 and 1 afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+
+from rlsim.policies.phases import Phases, Sample
+from rlsim.workload import Workload
+
+
+def run_one_off(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
+    steps = ph.c.scenario.steps
+    env = ph.env
+    ready: list[Sample] = yield env.process(_rollout(ph, workload, 0, version=0))
+    for step in range(steps):
+        t0 = env.now
+        nxt = env.process(_rollout(ph, workload, step + 1, version=step)) \
+            if step + 1 < steps else None
+        train = env.process(_train(ph, step, ready))
+        yield train
+        if nxt is not None:
+            ready = yield nxt
+        yield ph.weight_sync(step)
+        ph.step_span(step, t0)
+
+
+def _rollout(ph: Phases, workload: Workload, step: int,
+             version: int) -> Generator[simpy.Event, Any, list[Sample]]:
+    samples: list[Sample] = yield ph.gen(step, workload.batch(step), version=version)
+    yield ph.reward(step, samples)
+    return samples
+
+
+def _train(ph: Phases, step: int, samples: list[Sample]) -> Generator[simpy.Event, Any, None]:
+    yield ph.ref(step, samples)
+    yield ph.train(step, samples, version=step)

@@ -1,0 +1,34 @@
+"""`sync`: on-policy RL, phases strictly in sequence (veRL).
+
+Colocated: rollout and trainer time-share the same GPUs, so each step is
+gen -> switch(to train) -> reward -> ref -> train -> switch(to rollout) -> weight_sync.
+Disaggregated ("Solo-D"): separate GPUs, no switch: gen -> reward -> ref -> train ->
+weight_sync. Either way nothing overlaps, so a step is exactly the sum of its phases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+
+from rlsim.policies.phases import Phases
+from rlsim.workload import Workload
+
+
+def run_sync(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
+    steps = ph.c.scenario.steps
+    colocated = ph.c.placement.colocated
+    for step in range(steps):
+        t0 = ph.env.now
+        samples = yield ph.gen(step, workload.batch(step), version=step)
+        if colocated:
+            yield ph.switch(step, "train")
+        yield ph.reward(step, samples)
+        yield ph.ref(step, samples)
+        yield ph.train(step, samples, version=step)
+        if colocated:
+            yield ph.switch(step, "rollout")
+        yield ph.weight_sync(step)
+        ph.step_span(step, t0, samples=len(samples))

@@ -1,0 +1,1 @@
+"""Readers of the record stream: metrics (summary.json), Perfetto export, tables."""

@@ -1,0 +1,48 @@
+"""Sinks that write the record stream to files: Parquet (one row per record).
+
+Writes go to a temporary name and are renamed into place, so an interrupted run never
+leaves a partial file that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from rlsim.trace.records import Recorder
+
+
+def write_parquet(recorder: Recorder, path: Path) -> None:
+    """records.parquet: columns kind, track, name, t0, t1, value, attrs (JSON text)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kind: list[str] = []
+    track: list[str] = []
+    name: list[str] = []
+    t0: list[float] = []
+    t1: list[float | None] = []
+    value: list[float | None] = []
+    attrs: list[str] = []
+    for s in recorder.spans:
+        kind.append("span"); track.append(s.track); name.append(s.name)  # noqa: E702
+        t0.append(s.t0); t1.append(s.t1); value.append(None)  # noqa: E702
+        attrs.append(json.dumps(s.attrs, sort_keys=True))
+    for i in recorder.instants:
+        kind.append("instant"); track.append(i.track); name.append(i.name)  # noqa: E702
+        t0.append(i.t); t1.append(None); value.append(None)  # noqa: E702
+        attrs.append(json.dumps(i.attrs, sort_keys=True))
+    for c in recorder.counters:
+        kind.append("counter"); track.append(c.track); name.append(c.name)  # noqa: E702
+        t0.append(c.t); t1.append(None); value.append(c.value)  # noqa: E702
+        attrs.append("{}")
+    table = pa.table({
+        "kind": pa.array(kind, pa.string()), "track": pa.array(track, pa.string()),
+        "name": pa.array(name, pa.string()), "t0": pa.array(t0, pa.float64()),
+        "t1": pa.array(t1, pa.float64()), "value": pa.array(value, pa.float64()),
+        "attrs": pa.array(attrs, pa.string()),
+    })
+    tmp = path.with_name(path.name + ".partial")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)

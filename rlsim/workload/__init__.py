@@ -1,0 +1,12 @@
+"""Prompt and response-length generators: distributions, a Gaussian copula, trace replay.
+
+Owns what a training step asks of its rollouts (how many prompts, how long each prompt and
+each of its responses) and nothing about how they are served. Uses only `rlsim.config`.
+"""
+
+from rlsim.workload.generator import Workload
+from rlsim.workload.groups import PromptGroup
+from rlsim.workload.polytrace import load_polytrace
+from rlsim.workload.stats import summary
+
+__all__ = ["PromptGroup", "Workload", "load_polytrace", "summary"]

@@ -1,0 +1,177 @@
+"""The workload generator: the prompt groups of each training step.
+
+Owns `Workload`, which turns a `WorkloadConfig` and a seed into the prompts of step k, either
+synthetic (a Gaussian copula over the configured length distributions) or replayed from a
+PolyTrace trace. Every policy that asks for step k with the same seed sees the same prompts
+and lengths (common random numbers), whatever it asked for before.
+
+Random layout (part of the determinism contract; changing it changes every run's lengths):
+prompts are drawn in chunks of CHUNK_PROMPTS. Chunk c of step k has its own stream keyed
+(k, c, 0) for the per-prompt draws (difficulty z, prompt-length noise, trace pick) and
+streams keyed (k, c, 1 + b) for the response noise of sample columns [b*B, (b+1)*B),
+B = SAMPLE_BLOCK. Every draw has a fixed size, so asking for more prompts or more samples
+only appends: `batch(k, m, s)` is a prefix (in prompts and in samples) of `batch(k, n, t)`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from rlsim.config.workload import WorkloadConfig
+from rlsim.workload.distributions import (
+    FloatArray,
+    IntArray,
+    Quantile,
+    quantile_function,
+    resolve_path,
+    to_tokens,
+)
+from rlsim.workload.groups import PromptGroup
+from rlsim.workload.polytrace import read_polytrace
+from rlsim.workload.rng import keyed_stream
+
+CHUNK_PROMPTS = 1024
+SAMPLE_BLOCK = 8
+PROMPT_ID_STRIDE = 1_000_000
+"""prompt_id = step * PROMPT_ID_STRIDE + index, so a step holds at most this many prompts."""
+
+
+class Workload:
+    """The prompt groups of every training step of one job, drawn from its own streams.
+
+    `seed_seq` should be the workload's own child of the run's root SeedSequence, so that
+    no other consumer shares its streams. `base_dir` is the scenario file's directory:
+    relative trace and empirical-length paths are resolved against it.
+    """
+
+    def __init__(
+        self, cfg: WorkloadConfig, seed_seq: np.random.SeedSequence, base_dir: Path
+    ) -> None:
+        self.cfg = cfg
+        self._seed_seq = seed_seq
+        self._rho = cfg.group_correlation
+        self._prompt_corr = cfg.difficulty_length_correlation
+        self._trace_prompt_tokens: IntArray | None = None
+        self._trace_response_tokens: IntArray | None = None
+        self._prompt_q: Quantile | None = None
+        self._response_q: Quantile | None = None
+        if cfg.trace is not None:
+            self._load_trace(resolve_path(cfg.trace.path, base_dir))
+        else:
+            assert cfg.response_len is not None  # the schema requires one source of lengths
+            self._prompt_q = quantile_function(cfg.prompt_len, base_dir)
+            self._response_q = quantile_function(cfg.response_len, base_dir)
+
+    @property
+    def trace_prompts(self) -> int | None:
+        """Training prompts in the replayed trace, or None for a synthetic workload."""
+        tokens = self._trace_prompt_tokens
+        return None if tokens is None else int(tokens.size)
+
+    def batch(
+        self, step: int, n_prompts: int | None = None, n_samples: int | None = None
+    ) -> list[PromptGroup]:
+        """The first n_prompts groups of training step `step`, each with n_samples responses.
+
+        Defaults: prompts_per_step and samples_per_prompt. Over-provisioning policies ask for
+        more of either; the result starts with exactly what the defaults give.
+        """
+        n = self.cfg.prompts_per_step if n_prompts is None else n_prompts
+        s = self.cfg.samples_per_prompt if n_samples is None else n_samples
+        self._check_request(step, n, s)
+        if n == 0:
+            return []
+        if self._trace_response_tokens is not None:
+            prompts, responses = self._replay(step, n, s)
+        else:
+            prompts, responses = self._synthesize(step, n, s)
+        cap = self.cfg.max_response_len
+        first_id = step * PROMPT_ID_STRIDE
+        return [
+            PromptGroup(first_id + i, p, tuple(r), cap)
+            for i, (p, r) in enumerate(zip(prompts.tolist(), responses.tolist(), strict=True))
+        ]
+
+    def _check_request(self, step: int, n: int, s: int) -> None:
+        if step < 0:
+            raise ValueError(f"step must be >= 0, got {step}")
+        if not 0 <= n <= PROMPT_ID_STRIDE:
+            raise ValueError(f"n_prompts must be in [0, {PROMPT_ID_STRIDE}], got {n}")
+        if s < 1:
+            raise ValueError(f"n_samples must be >= 1, got {s}")
+        traced = self._trace_response_tokens
+        if traced is not None and s > traced.shape[1]:
+            raise ValueError(
+                f"n_samples={s} exceeds the {traced.shape[1]} responses per prompt that every "
+                "prompt of the trace has"
+            )
+
+    def _prompt_draws(self, step: int, n: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Per prompt: difficulty z ~ N(0,1), prompt noise ~ N(0,1), trace pick ~ U[0,1)."""
+        z, noise, pick = [], [], []
+        for chunk in range(math.ceil(n / CHUNK_PROMPTS)):
+            rng = keyed_stream(self._seed_seq, step, chunk, 0)
+            z.append(rng.standard_normal(CHUNK_PROMPTS))
+            noise.append(rng.standard_normal(CHUNK_PROMPTS))
+            pick.append(rng.random(CHUNK_PROMPTS))
+        return np.concatenate(z)[:n], np.concatenate(noise)[:n], np.concatenate(pick)[:n]
+
+    def _response_noise(self, step: int, n: int, s: int) -> FloatArray:
+        """Per response: independent N(0,1) noise, shape (n, s)."""
+        blocks = math.ceil(s / SAMPLE_BLOCK)
+        rows = [
+            np.hstack([
+                keyed_stream(self._seed_seq, step, chunk, 1 + b).standard_normal(
+                    (CHUNK_PROMPTS, SAMPLE_BLOCK)
+                )
+                for b in range(blocks)
+            ])
+            for chunk in range(math.ceil(n / CHUNK_PROMPTS))
+        ]
+        return np.vstack(rows)[:n, :s]
+
+    def _synthesize(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
+        # Gaussian copula: the scores of one group share sqrt(rho) z, so any two have
+        # correlation rho, while each score is N(0,1) and hence has the configured marginal.
+        assert self._prompt_q is not None and self._response_q is not None
+        z, prompt_noise, _ = self._prompt_draws(step, n)
+        noise = self._response_noise(step, n, s)
+        rho = self._rho
+        scores = math.sqrt(rho) * z[:, None] + math.sqrt(1.0 - rho) * noise
+        responses = to_tokens(self._response_q(scores), self.cfg.max_response_len)
+        c = self._prompt_corr
+        prompt_scores = c * z + math.sqrt(1.0 - c * c) * prompt_noise
+        prompts = to_tokens(self._prompt_q(prompt_scores), self.cfg.max_prompt_len)
+        return prompts, responses
+
+    def _replay(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
+        trace = self.cfg.trace
+        tokens, responses = self._trace_prompt_tokens, self._trace_response_tokens
+        assert trace is not None and tokens is not None and responses is not None
+        size = tokens.size
+        if trace.order == "sequential":
+            # Step k starts where step k-1's regular batch ended, whatever was over-provisioned,
+            # so extra prompts of step k are the first prompts of step k+1.
+            rows = (step * self.cfg.prompts_per_step + np.arange(n)) % size
+        else:
+            _, _, pick = self._prompt_draws(step, n)
+            rows = np.minimum((pick * size).astype(np.int64), size - 1)
+        return tokens[rows], responses[rows, :s]
+
+    def _load_trace(self, path: Path) -> None:
+        trace = self.cfg.trace
+        assert trace is not None
+        records = read_polytrace(path, min_samples=self.cfg.samples_per_prompt)
+        # Keep the widest column count every prompt has; batch() may ask up to that many.
+        width = min(len(r.response_tokens) for r in records)
+        raw = np.array([r.response_tokens[:width] for r in records], dtype=np.float64)
+        self._trace_response_tokens = to_tokens(
+            raw * trace.scale_response, self.cfg.max_response_len
+        )
+        self._trace_prompt_tokens = to_tokens(
+            np.array([r.prompt_tokens for r in records], dtype=np.float64),
+            self.cfg.max_prompt_len,
+        )

@@ -1,0 +1,136 @@
+"""Rollout engine: closed forms on toy costs, skip vs iteration mode, invariants."""
+
+from __future__ import annotations
+
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.trace import Recorder
+from tests.conftest import ToyCost
+
+
+def _run(cost: ToyCost, reqs: list[tuple[int, int]], mode: str = "skip", kv: int = 10**7,
+         cap: int = 256, budget: int = 8192, arrivals: list[float] | None = None,
+         probe: bool = True):
+    env = simpy.Environment()
+    rec = Recorder("request")
+    eng = RolloutEngine(env, "e0", cost, kv, cap, budget, rec, mode)
+    out: list[Request] = []
+    max_kv = [0]
+
+    def watch(r: Request) -> None:
+        out.append(r)
+
+    def feeder():
+        for i, (p, o) in enumerate(reqs):
+            if arrivals is not None:
+                yield env.timeout(max(arrivals[i] - env.now, 0.0))
+            eng.submit(Request(i, p, o, on_done=watch))
+        if False:
+            yield
+
+    def kv_probe():
+        while True:
+            max_kv[0] = max(max_kv[0], eng.kv_used)
+            yield env.timeout(0.05)
+            if len(out) == len(reqs):
+                return
+
+    env.process(feeder())
+    if probe:
+        env.process(kv_probe())
+    env.run()
+    return env, eng, out, max_kv[0]
+
+
+def test_fixed_lengths_match_closed_form(toy_cost):
+    n, p, o = 64, 100, 500
+    env, eng, out, _ = _run(toy_cost, [(p, o)] * n)
+    # One prefill iteration of all prompts, then o-1 decode iterations of the whole batch.
+    expect = toy_cost.step(0, 0, n * p).total_s
+    for i in range(o - 1):
+        expect += toy_cost.step(n, n * (p + 1) + i * n).total_s
+    assert len(out) == n
+    assert abs(max(r.t_finish for r in out) - expect) / expect < 1e-3
+    assert all(r.generated == o and r.status == "finished" for r in out)
+
+
+def test_skip_and_iteration_modes_agree_with_fewer_events(toy_cost):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    lens = np.minimum(rng.lognormal(6.5, 1.0, 300).astype(int) + 1, 8000)
+    reqs = [(int(rng.integers(50, 400)), int(x)) for x in lens]
+    env_s, eng_s, out_s, _ = _run(toy_cost, reqs, "skip", kv=400_000, cap=64, probe=False)
+    env_i, eng_i, out_i, _ = _run(toy_cost, reqs, "iteration", kv=400_000, cap=64, probe=False)
+    t_s = max(r.t_finish for r in out_s)
+    t_i = max(r.t_finish for r in out_i)
+    assert abs(t_s - t_i) / t_i < 1e-3
+    ev_s, ev_i = next(env_s._eid), next(env_i._eid)
+    assert ev_i >= 20 * ev_s, (ev_s, ev_i)
+
+
+def test_preemption_keeps_kv_within_capacity(toy_cost):
+    # 32 sequences of 100 + 2000 tokens need 67k KV tokens; give the engine 20k.
+    env, eng, out, peak = _run(toy_cost, [(100, 2000)] * 32, kv=20_000)
+    assert len(out) == 32 and all(r.generated == 2000 for r in out)
+    assert eng.preemptions > 0
+    assert peak <= 20_000
+    assert eng.kv_used == 0
+
+
+def test_abort_returns_partial_tokens(toy_cost):
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", toy_cost, 10**6, 256, 8192, Recorder())
+    reqs = [Request(i, 100, 5000) for i in range(8)]
+    for r in reqs:
+        eng.submit(r)
+    got: list[Request] = []
+
+    def aborter():
+        yield env.timeout(10.0)
+        got.extend(eng.abort())
+
+    env.process(aborter())
+    env.run(until=20)
+    assert len(got) == 8
+    assert all(r.status == "aborted" and 0 < r.generated < 5000 for r in got)
+    # ~ 10 s / (a0 + a1*8 + ...) iterations done, the same for every sequence
+    assert len({r.generated for r in got}) == 1
+    assert eng.kv_used == 0 and eng.running == 0
+
+
+def test_add_with_prefix_reprefills_and_finishes(toy_cost):
+    env, eng, out, _ = _run(toy_cost, [(100, 50)])
+    env2 = simpy.Environment()
+    eng2 = RolloutEngine(env2, "e1", toy_cost, 10**6, 256, 8192, Recorder())
+    r = Request(0, 100, 50, prefix_tokens=40)
+    eng2.submit(r)
+    env2.run()
+    assert r.status == "finished" and r.generated == 50
+    # Prefix run: 140-token prefill then 9 decodes; full run: 100-token prefill, 49 decodes.
+    assert r.t_finish < out[0].t_finish
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    reqs=st.lists(st.tuples(st.integers(1, 300), st.integers(1, 600)), min_size=1, max_size=40),
+    kv=st.integers(1000, 20000),
+    cap=st.integers(1, 16),
+    budget=st.integers(16, 2048),
+    gaps=st.lists(st.floats(0, 0.5), min_size=40, max_size=40),
+)
+def test_invariants(reqs, kv, cap, budget, gaps):
+    reqs = [(p, o) for p, o in reqs if p + o <= kv] or [(1, 1)]
+    arrivals = list(__import__("itertools").accumulate(gaps[: len(reqs)]))
+    for mode in ("skip", "iteration"):
+        env, eng, out, peak = _run(ToyCost(), reqs, mode, kv=kv, cap=cap, budget=budget,
+                                   arrivals=arrivals)
+        # every request finished exactly once, with all its tokens
+        assert sorted(r.rid for r in out) == list(range(len(reqs)))
+        assert all(r.generated == reqs[r.rid][1] for r in out)
+        assert peak <= kv
+        assert eng.kv_used == 0 and eng.running == 0 and not eng.waiting
+        assert all(r.t_finish >= r.t_first_token >= r.t_submit for r in out)
