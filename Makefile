@@ -16,9 +16,9 @@ setup: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/rlsim compare scenarios/quickstart.yaml \
-	  --set policy.name=sync,policy.placement=colocated \
-	  --set policy.name=sync,policy.placement=disaggregated \
-	  --set policy.name=one_off,policy.placement=disaggregated \
+	  --variant policy.name=sync,policy.placement=colocated \
+	  --variant policy.name=sync,policy.placement=disaggregated \
+	  --variant policy.name=one_off,policy.placement=disaggregated \
 	  --out runs/demo
 
 test: $(STAMP)

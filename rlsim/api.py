@@ -61,7 +61,7 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     controller = env.process(policy(phases, workload))
     env.run(until=controller)
     # SimPy numbers every scheduled event; the next id is the count.
-    events = next(env._eid) if hasattr(env, "_eid") else 0  # noqa: SLF001
+    events = next(env._eid) if hasattr(env, "_eid") else 0
     summary = summarize(recorder, time.perf_counter() - wall0, events)
     return RunResult(scenario, recorder, summary)
 

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Scenario schema, units, catalogues, YAML loading and overrides (a leaf package)."""

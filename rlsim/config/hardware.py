@@ -61,7 +61,8 @@ class ModelSpec(BaseModel):
     @model_validator(mode="after")
     def _check_heads(self) -> ModelSpec:
         if self.heads % self.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+            raise ValueError(
+                f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.head_dim is None and self.hidden % self.heads:
             raise ValueError("hidden must be a multiple of heads, or give head_dim")
         return self

@@ -1,1 +1,1 @@
-"""TODO"""
+"""SimPy mechanism: rollout engine, trainer, reward pool, link, barrier, cluster wiring."""

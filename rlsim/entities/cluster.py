@@ -119,8 +119,8 @@ def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
             for i in range(jc.gpus // jc.tp)
         ]
     reward = RewardPool(env, scenario.reward.workers, recorder)
-    link = Link(env, "weight_sync", _sync_bandwidth(scenario, place, tprofile), scenario.link.latency,
-                recorder)
+    link = Link(env, "weight_sync", _sync_bandwidth(scenario, place, tprofile),
+                scenario.link.latency, recorder)
     for pool in scenario.pools:
         recorder.instant("cluster", "pool", 0.0, pool=pool.name, gpu=pool.gpu_spec.name,
                          gpus=pool.gpus, usd_per_gpu_hour=pool.price)

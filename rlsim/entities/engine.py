@@ -325,7 +325,7 @@ class RolloutEngine:
         progress_prefill = bool(self.prefilling) and len(self.decoding) < self.max_batched
         if progress_prefill:
             head_s = self._head()
-            if self._heap and self._heap[0][0] <= self.clock or self.prefilling:
+            if (self._heap and self._heap[0][0] <= self.clock) or self.prefilling:
                 # A finish, or more prefill: the batch changes after this one iteration.
                 self._set_segment(head_s, 0)
                 return head_s

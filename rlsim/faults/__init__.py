@@ -1,1 +1,1 @@
-"""TODO"""
+"""Failure injection (issue 9); empty until faults are modelled."""

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Parameter sweeps (issue 5); empty until sweeps are built."""

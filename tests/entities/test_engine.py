@@ -47,7 +47,7 @@ def _run(cost: ToyCost, reqs: list[tuple[int, int]], mode: str = "skip", kv: int
 
 def test_fixed_lengths_match_closed_form(toy_cost):
     n, p, o = 64, 100, 500
-    env, eng, out, _ = _run(toy_cost, [(p, o)] * n)
+    _env, _eng, out, _ = _run(toy_cost, [(p, o)] * n)
     # One prefill iteration of all prompts, then o-1 decode iterations of the whole batch.
     expect = toy_cost.step(0, 0, n * p).total_s
     for i in range(o - 1):
@@ -63,8 +63,8 @@ def test_skip_and_iteration_modes_agree_with_fewer_events(toy_cost):
     rng = np.random.default_rng(1)
     lens = np.minimum(rng.lognormal(6.5, 1.0, 300).astype(int) + 1, 8000)
     reqs = [(int(rng.integers(50, 400)), int(x)) for x in lens]
-    env_s, eng_s, out_s, _ = _run(toy_cost, reqs, "skip", kv=400_000, cap=64, probe=False)
-    env_i, eng_i, out_i, _ = _run(toy_cost, reqs, "iteration", kv=400_000, cap=64, probe=False)
+    env_s, _eng_s, out_s, _ = _run(toy_cost, reqs, "skip", kv=400_000, cap=64, probe=False)
+    env_i, _eng_i, out_i, _ = _run(toy_cost, reqs, "iteration", kv=400_000, cap=64, probe=False)
     t_s = max(r.t_finish for r in out_s)
     t_i = max(r.t_finish for r in out_i)
     assert abs(t_s - t_i) / t_i < 1e-3
@@ -74,7 +74,7 @@ def test_skip_and_iteration_modes_agree_with_fewer_events(toy_cost):
 
 def test_preemption_keeps_kv_within_capacity(toy_cost):
     # 32 sequences of 100 + 2000 tokens need 67k KV tokens; give the engine 20k.
-    env, eng, out, peak = _run(toy_cost, [(100, 2000)] * 32, kv=20_000)
+    _env, eng, out, peak = _run(toy_cost, [(100, 2000)] * 32, kv=20_000)
     assert len(out) == 32 and all(r.generated == 2000 for r in out)
     assert eng.preemptions > 0
     assert peak <= 20_000
@@ -103,7 +103,7 @@ def test_abort_returns_partial_tokens(toy_cost):
 
 
 def test_add_with_prefix_reprefills_and_finishes(toy_cost):
-    env, eng, out, _ = _run(toy_cost, [(100, 50)])
+    _env, _eng, out, _ = _run(toy_cost, [(100, 50)])
     env2 = simpy.Environment()
     eng2 = RolloutEngine(env2, "e1", toy_cost, 10**6, 256, 8192, Recorder())
     r = Request(0, 100, 50, prefix_tokens=40)
@@ -126,7 +126,7 @@ def test_invariants(reqs, kv, cap, budget, gaps):
     reqs = [(p, o) for p, o in reqs if p + o <= kv] or [(1, 1)]
     arrivals = list(__import__("itertools").accumulate(gaps[: len(reqs)]))
     for mode in ("skip", "iteration"):
-        env, eng, out, peak = _run(ToyCost(), reqs, mode, kv=kv, cap=cap, budget=budget,
+        _env, eng, out, peak = _run(ToyCost(), reqs, mode, kv=kv, cap=cap, budget=budget,
                                    arrivals=arrivals)
         # every request finished exactly once, with all its tokens
         assert sorted(r.rid for r in out) == list(range(len(reqs)))

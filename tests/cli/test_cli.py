@@ -1,0 +1,98 @@
+"""The command line: outputs, JSON mode, listing, schema, estimate."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import yaml
+
+from tests.cli.test_bad_input import run_cli
+from tests.scenarios import tiny, write
+
+SUMMARY_KEYS = {"steps", "sim_time_s", "step_time_s", "phase_time_s", "throughput", "gpu_util",
+                "cost", "staleness", "faults", "goodput_samples_per_s", "slo_attainment",
+                "wall_s", "events"}
+
+
+def test_run_writes_outputs(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, tiny())
+    out = tmp_path / "run"
+    code, stdout, _ = run_cli(["run", str(path), "--out", str(out)], monkeypatch, capsys)
+    assert code == 0
+    assert "step time" in stdout
+    for name in ("scenario.resolved.yaml", "summary.json", "records.parquet", "trace.json"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == SUMMARY_KEYS
+    assert summary["steps"] == 2
+    resolved = yaml.safe_load((out / "scenario.resolved.yaml").read_text())
+    assert resolved["rollout"]["max_running_seqs"] == 256  # defaults are written out
+    table = pq.read_table(out / "records.parquet")
+    assert {"kind", "track", "name", "t0", "t1"} <= set(table.column_names)
+    trace = json.loads((out / "trace.json").read_text())
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert "rollout.engine0" in names and "train.trainer" in names and "controller" in names
+    assert not list(out.glob("*.partial"))
+
+
+def test_run_json_is_only_json(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, tiny())
+    code, stdout, _ = run_cli(["run", str(path), "--json"], monkeypatch, capsys)
+    assert code == 0
+    assert set(json.loads(stdout)) == SUMMARY_KEYS
+
+
+def test_set_override_changes_the_run(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, tiny())
+    _, a, _ = run_cli(["run", str(path), "--json"], monkeypatch, capsys)
+    _, b, _ = run_cli(["run", str(path), "--json", "--set", "steps=3"], monkeypatch, capsys)
+    assert json.loads(a)["steps"] == 2 and json.loads(b)["steps"] == 3
+
+
+def test_compare_json_in_argument_order(tmp_path, monkeypatch, capsys):
+    a = write(tmp_path, tiny(steps=2), "a.yaml")
+    b = write(tmp_path, tiny(steps=3), "b.yaml")
+    code, stdout, _ = run_cli(["compare", str(b), str(a), "--json"], monkeypatch, capsys)
+    assert code == 0
+    runs = json.loads(stdout)["runs"]
+    assert [r["steps"] for r in runs] == [3, 2]
+
+
+def test_compare_variants_table_and_folders(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, tiny())
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_cli(
+        ["compare", str(path), "--variant", "policy.placement=colocated",
+         "--variant", "policy.name=one_off,policy.placement=disaggregated",
+         "--out", str(out)], monkeypatch, capsys)
+    assert code == 0
+    assert "speedup vs first" in stdout and "one_off" in stdout
+    assert len([p for p in out.iterdir() if (p / "summary.json").is_file()]) == 2
+
+
+def test_list_and_schema(monkeypatch, capsys):
+    for what, needle in (("gpus", "H800"), ("models", "qwen2.5-7b"), ("policies", "one_off"),
+                         ("scenarios", "quickstart.yaml")):
+        code, out, _ = run_cli(["list", what], monkeypatch, capsys)
+        assert code == 0 and needle in out
+    code, out, _ = run_cli(["schema"], monkeypatch, capsys)
+    schema = json.loads(out)
+    assert "rollout" in schema["properties"]
+    # help text on every field of the top level
+    assert all("description" in v for v in schema["properties"].values())
+
+
+def test_estimate_json_keys(tmp_path, monkeypatch, capsys):
+    code, out, _ = run_cli(["estimate", "--gpu", "H100", "--model", "llama-2-7b", "--tp", "2",
+                            "--batch", "64", "--context", "1024", "--json"], monkeypatch, capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {"linear_s", "attention_s", "other_s", "comm_s", "overhead_s", "total_s"}
+    assert abs(sum(v for k, v in data.items() if k != "total_s") - data["total_s"]) < 1e-12
+    arch = tmp_path / "m.yaml"
+    arch.write_text(yaml.safe_dump({"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 8,
+                                    "ffn": 2048, "vocab": 1000}))
+    code, out, _ = run_cli(["estimate", "--gpu", "A100", "--model", str(arch), "--batch", "8",
+                            "--context", "100", "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(out)["total_s"] > 0

@@ -1,0 +1,26 @@
+"""`Workload.batch` arguments: defaults, sizes, and misuse that must raise."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.workload.helpers import make_workload
+
+
+def test_defaults_and_sizes() -> None:
+    w = make_workload(prompts_per_step=12, samples_per_prompt=5)
+    groups = w.batch(0)
+    assert len(groups) == 12 and {len(g.response_tokens) for g in groups} == {5}
+    assert w.batch(0, 0) == []
+    assert [len(g.response_tokens) for g in w.batch(0, 2, 17)] == [17, 17]
+    assert w.trace_prompts is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [((-1,), "step must be >= 0"), ((0, -1), "n_prompts must be in"),
+     ((0, 1_000_001), "n_prompts must be in"), ((0, 4, 0), "n_samples must be >= 1")],
+)
+def test_misuse_raises(args: tuple[int, ...], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_workload().batch(*args)
