@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint bench setup clean
+.PHONY: demo test lint bench setup clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,8 +25,7 @@ test: $(STAMP)
 	$(BIN)/ruff check rlsim calibration tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -m "not slow"
-	$(BIN)/pytest -m slow
+	$(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check rlsim calibration tests benchmarks

@@ -53,7 +53,8 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     try:
         workload = Workload(scenario.workload, stream(scenario.seed, "workload"), base)
     except FileNotFoundError as err:
-        raise ScenarioError("workload.trace.path", str(err)) from None
+        field = "workload.trace.path" if scenario.workload.trace is not None else "workload"
+        raise ScenarioError(field, str(err)) from None
     except ValueError as err:
         raise ScenarioError("workload", str(err)) from None
     phases = Phases(cluster, progress)

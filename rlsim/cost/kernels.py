@@ -1,4 +1,4 @@
-"""Kernel-level time models: one GEMM, one elementwise kernel, one all-reduce.
+"""Kernel-level time models: one GEMM and one elementwise kernel on one GPU.
 
 Owns the shape-dependent GEMM model that the inference and training costs build on:
 

@@ -1,0 +1,300 @@
+"""Cost of one rollout engine (a vLLM-like server on `tp` GPUs of one node).
+
+Owns `StepCost` and `InferenceCost`: the time of one engine iteration (decodes plus an
+optional chunked prefill), split into linear layers, attention, other kernels, TP
+all-reduces and the fixed per-iteration overhead; plus the engine's KV capacity and its
+weight reload / cold start times. Formulas and constants: docs/cost-model.md.
+
+Hot path: `step()` and `decode_affine()` run once per simulator event, so they use plain
+Python floats, constants bound in `__init__` and per-batch caches; no numpy.
+For a fixed decode batch the step time is exactly affine in the KV tokens read, which lets
+the engine sum thousands of decode iterations in closed form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlsim.config.hardware import GpuSpec, ModelSpec
+from rlsim.cost.kernels import ElementwiseModel, GemmModel
+from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_allreduce_s
+from rlsim.cost.profile import Profile
+
+# A cache per engine bounds memory if a caller sweeps every token count.
+_CACHE_LIMIT = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """Seconds spent in one engine iteration, by kind of work."""
+
+    linear_s: float
+    attention_s: float
+    other_s: float
+    comm_s: float
+    overhead_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.linear_s + self.attention_s + self.other_s + self.comm_s + self.overhead_s
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "linear_s": self.linear_s,
+            "attention_s": self.attention_s,
+            "other_s": self.other_s,
+            "comm_s": self.comm_s,
+            "overhead_s": self.overhead_s,
+            "total_s": self.total_s,
+        }
+
+
+_ZERO = StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def check_tp(model: ModelSpec, gpu: GpuSpec, tp: int) -> None:
+    """Raise ValueError (one line, naming `tp`) unless `tp` is a valid TP degree."""
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"tp must be a positive integer, got {tp!r}")
+    if tp & (tp - 1):
+        raise ValueError(f"tp must be a power of two, got {tp}")
+    if tp > gpu.gpus_per_node:
+        raise ValueError(
+            f"tp={tp} exceeds {gpu.name}'s {gpu.gpus_per_node} GPUs per node "
+            "(an engine's TP group stays inside one node)"
+        )
+    if model.heads % tp:
+        raise ValueError(f"tp={tp} must divide {model.name}'s {model.heads} attention heads")
+    if model.kv_heads >= tp and model.kv_heads % tp:
+        raise ValueError(f"tp={tp} must divide {model.name}'s {model.kv_heads} KV heads")
+    if model.kv_heads < tp and tp % model.kv_heads:
+        raise ValueError(
+            f"tp={tp} must be a multiple of {model.name}'s {model.kv_heads} KV heads "
+            "(KV heads replicate when there are fewer than TP ranks)"
+        )
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
+    """KV heads each TP rank holds; they replicate when there are fewer than TP ranks."""
+    return model.kv_heads // tp if model.kv_heads >= tp else 1
+
+
+def linear_shapes(model: ModelSpec, tp: int) -> dict[str, tuple[int, int]]:
+    """Per-GPU (N, K) of each layer's GEMMs after TP sharding, keyed by Vidur's op names."""
+    q_heads = model.heads // tp
+    kv_heads = kv_heads_per_gpu(model, tp)
+    ffn = _ceil_div(model.ffn, tp)
+    h = model.hidden
+    return {
+        "attn_pre_proj": ((q_heads + 2 * kv_heads) * model.dim_head, h),  # fused QKV
+        "attn_post_proj": (h, q_heads * model.dim_head),  # row-parallel output projection
+        "mlp_up_proj": ((2 if model.gated_mlp else 1) * ffn, h),  # fused gate + up
+        "mlp_down_proj": (h, ffn),  # row-parallel down projection
+    }
+
+
+def act_bytes_per_token(model: ModelSpec, tp: int, dtype_bytes: int = 2) -> int:
+    """SiLU(gate)*up reads two ffn-wide rows and writes one; a plain activation reads one."""
+    return (3 if model.gated_mlp else 2) * _ceil_div(model.ffn, tp) * dtype_bytes
+
+
+class InferenceCost:
+    """Iteration costs, KV capacity and start-up times of one rollout engine."""
+
+    def __init__(
+        self, model: ModelSpec, gpu: GpuSpec, tp: int, profile: Profile, dtype_bytes: int = 2
+    ) -> None:
+        check_tp(model, gpu, tp)
+        if dtype_bytes <= 0:
+            raise ValueError(f"dtype_bytes must be > 0, got {dtype_bytes}")
+        self.model = model
+        self.gpu = gpu
+        self.tp = tp
+        self.profile = profile
+        self.dtype_bytes = dtype_bytes
+        self._gemm = GemmModel(gpu, profile, dtype_bytes)
+        self._ew = ElementwiseModel(gpu, profile)
+        self._layers = model.layers
+        self._overhead = profile.decode_overhead_s
+
+        # Per-GPU shapes after TP sharding.
+        dh = model.dim_head
+        q_heads = model.heads // tp
+        kv_heads = kv_heads_per_gpu(model, tp)
+        shapes = linear_shapes(model, tp)
+        self._hidden = model.hidden
+        self._qkv_n = shapes["attn_pre_proj"][0]
+        self._o_k = shapes["attn_post_proj"][1]
+        self._up_n = shapes["mlp_up_proj"][0]
+        self._down_k = shapes["mlp_down_proj"][1]
+        self._vocab_n = _ceil_div(model.vocab, tp)
+        d = dtype_bytes
+        self._act_bytes_per_token = act_bytes_per_token(model, tp, d)
+        # vLLM fuses the residual add into RMSNorm: read x and residual, write both.
+        self._norm_bytes_per_token = 4 * model.hidden * d
+        self._rope_bytes_per_token = 2 * (q_heads + kv_heads) * dh * d
+        self._embed_bytes_per_token = 2 * model.hidden * d
+        # Logits are upcast to fp32 for sampling: read bf16, write fp32.
+        self._logit_bytes_per_row = self._vocab_n * (d + 4)
+
+        peak_flops = gpu.bf16_tflops * 1e12
+        kv_bytes_per_token_layer = 2 * kv_heads * dh * d
+        self.kv_bytes_per_token_per_gpu = float(kv_bytes_per_token_layer * model.layers)
+        hbm_bytes_per_s = gpu.hbm_bandwidth * profile.hbm_efficiency
+        attn_flops_per_s = peak_flops * profile.attention_flops_efficiency
+        self._kv_layer_s_per_token = kv_bytes_per_token_layer / hbm_bytes_per_s
+        # QK^T and PV: 2 FLOPs per multiply-add, 2 matmuls, per query head.
+        self._attn_flops_per_pair = 4.0 * q_heads * dh
+        self._attn_layer_s_per_flop = 1.0 / attn_flops_per_s
+        # Decode attention reads every running sequence's KV once: a line through the origin
+        # in kv_tokens (max of the memory and FLOP lines is still a line).
+        self._attn_decode_s_per_token = model.layers * max(
+            self._kv_layer_s_per_token, self._attn_flops_per_pair / attn_flops_per_s
+        )
+        self._attn_fixed_s = model.layers * profile.kernel_launch_s
+
+        self._tp_bw = nvlink_one_way_bytes_per_s(gpu.nvlink_bandwidth) * (
+            profile.allreduce_bus_efficiency
+        )
+        self._dense_cache: dict[int, tuple[float, float, float]] = {}
+        self._lm_cache: dict[int, float] = {}
+
+    # ----- per-token-count parts (cached) -----
+
+    def linear_s(self, num_tokens: int) -> float:
+        """All layers' QKV, output, gate/up, activation and down projections at n tokens."""
+        return self._dense(num_tokens)[0]
+
+    def _dense(self, m: int) -> tuple[float, float, float]:
+        hit = self._dense_cache.get(m)
+        if hit is not None:
+            return hit
+        if m <= 0:
+            return (0.0, 0.0, 0.0)
+        g = self._gemm.time_s
+        ew = self._ew.time_s
+        h = self._hidden
+        layer_linear = (
+            g(m, self._qkv_n, h)
+            + g(m, h, self._o_k)
+            + g(m, self._up_n, h)
+            + ew(m * self._act_bytes_per_token)
+            + g(m, h, self._down_k)
+        )
+        layer_other = 2 * ew(m * self._norm_bytes_per_token) + ew(m * self._rope_bytes_per_token)
+        linear = self._layers * layer_linear
+        # Embedding gather and the final norm happen once per iteration.
+        other = (
+            self._layers * layer_other
+            + ew(m * self._embed_bytes_per_token)
+            + ew(m * self._norm_bytes_per_token)
+        )
+        comm = 0.0
+        if self.tp > 1:
+            # Row-parallel output and down projections each end in an all-reduce.
+            comm = (
+                2
+                * self._layers
+                * ring_allreduce_s(
+                    m * h * self.dtype_bytes,
+                    self.tp,
+                    self._tp_bw,
+                    self.profile.allreduce_latency_s,
+                )
+            )
+        out = (linear, other, comm)
+        if len(self._dense_cache) < _CACHE_LIMIT:
+            self._dense_cache[m] = out
+        return out
+
+    def _lm_head_s(self, rows: int) -> float:
+        hit = self._lm_cache.get(rows)
+        if hit is not None:
+            return hit
+        t = self._gemm.time_s(rows, self._vocab_n, self._hidden) + self._ew.time_s(
+            rows * self._logit_bytes_per_row
+        )
+        if len(self._lm_cache) < _CACHE_LIMIT:
+            self._lm_cache[rows] = t
+        return t
+
+    def _prefill_attention_s(self, tokens: int, context_tokens: int) -> float:
+        # Each new token attends to the context plus, causally, half the chunk on average
+        # (the chunk is treated as one sequence).
+        pairs = tokens * (context_tokens + (tokens + 1) / 2.0)
+        t_flops = pairs * self._attn_flops_per_pair * self._attn_layer_s_per_flop
+        t_mem = (context_tokens + tokens) * self._kv_layer_s_per_token
+        return self._attn_fixed_s + self._layers * max(t_flops, t_mem)
+
+    # ----- public costs -----
+
+    def step(
+        self,
+        decode_seqs: int,
+        kv_tokens: int,
+        prefill_tokens: int = 0,
+        prefill_context_tokens: int = 0,
+    ) -> StepCost:
+        """One iteration: `decode_seqs` decodes reading `kv_tokens` KV tokens in total, plus
+        `prefill_tokens` prompt tokens attending to `prefill_context_tokens` each."""
+        if decode_seqs < 0 or kv_tokens < 0 or prefill_tokens < 0 or prefill_context_tokens < 0:
+            raise ValueError(
+                "step() arguments must be >= 0, got "
+                f"decode_seqs={decode_seqs}, kv_tokens={kv_tokens}, "
+                f"prefill_tokens={prefill_tokens}, prefill_context_tokens={prefill_context_tokens}"
+            )
+        m = decode_seqs + prefill_tokens
+        if m == 0:
+            return _ZERO
+        linear, other, comm = self._dense(m)
+        attention = 0.0
+        if decode_seqs:
+            other += self._lm_head_s(decode_seqs)
+            attention = self._attn_fixed_s + kv_tokens * self._attn_decode_s_per_token
+        if prefill_tokens:
+            attention += self._prefill_attention_s(prefill_tokens, prefill_context_tokens)
+        return StepCost(linear, attention, other, comm, self._overhead)
+
+    def decode_affine(self, batch: int) -> tuple[float, float]:
+        """(a_s, b_s_per_token) with step(batch, K).total_s == a_s + b_s_per_token * K."""
+        if batch <= 0:
+            return (0.0, 0.0)
+        return (self.step(batch, 0).total_s, self._attn_decode_s_per_token)
+
+    def prefill(self, tokens: int, context_tokens: int = 0) -> StepCost:
+        """One iteration that only prefills `tokens` new tokens."""
+        return self.step(0, 0, tokens, context_tokens)
+
+    def kv_capacity_tokens(self, gpu_memory_utilization: float) -> int:
+        """KV-cache tokens the engine holds; <= 0 when the weights do not fit."""
+        if not 0.0 < gpu_memory_utilization <= 1.0:
+            raise ValueError(
+                f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}"
+            )
+        free_bytes = (
+            self.gpu.hbm * gpu_memory_utilization
+            - self.weight_bytes_per_gpu()
+            - self.profile.engine_memory_reserve_bytes
+        )
+        return int(free_bytes // self.kv_bytes_per_token_per_gpu)
+
+    def weight_bytes_per_gpu(self) -> float:
+        return self.model.weight_bytes(self.dtype_bytes) / self.tp
+
+    def weight_reload_s(self) -> float:
+        """Copy this GPU's weight shard from host memory over PCIe (all GPUs in parallel)."""
+        return self.weight_bytes_per_gpu() / (self.gpu.pcie_bandwidth * self.profile.pcie_efficiency)
+
+    def warm_start_s(self) -> float:
+        """Resume a sleeping engine whose weights sit in host memory."""
+        return self.profile.engine_warm_start_base_s + self.weight_reload_s()
+
+    def cold_start_s(self) -> float:
+        """Fixed runtime start-up plus reading the whole checkpoint from storage."""
+        return self.profile.engine_cold_start_s + self.model.weight_bytes(self.dtype_bytes) / (
+            self.profile.checkpoint_load_bandwidth_bytes_per_s
+        )
