@@ -223,8 +223,8 @@ def estimate(
     if as_json:
         typer.echo(json.dumps(result))
         return
-    for key, value in result.items():
-        typer.echo(f"{key:12s} {value * 1e3:10.3f} ms")
+    for key, seconds in result.items():
+        typer.echo(f"{key:12s} {seconds * 1e3:10.3f} ms")
 
 
 def _model_arg(value: str) -> Any:
@@ -293,7 +293,9 @@ def schema() -> None:
 def main() -> None:
     """Entry point: maps ScenarioError to exit 2 and unexpected errors to exit 1."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        # With standalone_mode off, click returns the code of a typer.Exit instead of exiting.
+        sys.exit(code if isinstance(code, int) else 0)
     except ScenarioError as err:
         typer.echo(f"rlsim: error: {err.line()}", err=True)
         sys.exit(2)

@@ -26,7 +26,8 @@ _UNION_TAGS = {"str", "GpuSpec", "ModelSpec", "int", "float", "function-after", 
 def split_overrides(text: str) -> list[str]:
     """Split 'a=1,b=[1,2],c=x' on commas that are not inside brackets or quotes."""
     parts: list[str] = []
-    depth, quote, cur = 0, "", []
+    depth, quote = 0, ""
+    cur: list[str] = []
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote

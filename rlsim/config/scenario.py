@@ -18,7 +18,7 @@ from rlsim.config.workload import WorkloadConfig
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 
 class PoolConfig(_Frozen):
@@ -35,7 +35,8 @@ class PoolConfig(_Frozen):
     usd_per_gpu_hour: float | None = Field(
         default=None, ge=0, description="Price per GPU-hour in USD; default the GPU's list price."
     )
-    host_memory: Bytes = Field(default="2 TiB", gt=0, description="Host DRAM per node.")
+    host_memory: Bytes = Field(
+        default=2 * 2**40, gt=0, description="Host DRAM per node, e.g. '2 TiB'.")
 
     @field_validator("gpu")
     @classmethod

@@ -7,6 +7,7 @@ pydantic annotated types that scenario fields use. A bare number is taken in the
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import BeforeValidator, PlainSerializer
@@ -35,7 +36,7 @@ _BANDWIDTH = {
 }
 
 
-def _parser(table: dict[str, float], kind: str, example: str):  # type: ignore[no-untyped-def]
+def _parser(table: dict[str, float], kind: str, example: str) -> Callable[[object], float]:
     def parse(value: object) -> float:
         if isinstance(value, bool):
             raise ValueError(f"expected a {kind} like '{example}', got {value!r}")

@@ -162,6 +162,7 @@ class InferenceCost:
         )
         self._dense_cache: dict[int, tuple[float, float, float]] = {}
         self._lm_cache: dict[int, float] = {}
+        self._affine_cache: dict[int, tuple[float, float]] = {}
 
     # ----- per-token-count parts (cached) -----
 
@@ -261,9 +262,15 @@ class InferenceCost:
 
     def decode_affine(self, batch: int) -> tuple[float, float]:
         """(a_s, b_s_per_token) with step(batch, K).total_s == a_s + b_s_per_token * K."""
+        hit = self._affine_cache.get(batch)
+        if hit is not None:
+            return hit
         if batch <= 0:
             return (0.0, 0.0)
-        return (self.step(batch, 0).total_s, self._attn_decode_s_per_token)
+        out = (self.step(batch, 0).total_s, self._attn_decode_s_per_token)
+        if len(self._affine_cache) < _CACHE_LIMIT:
+            self._affine_cache[batch] = out
+        return out
 
     def prefill(self, tokens: int, context_tokens: int = 0) -> StepCost:
         """One iteration that only prefills `tokens` new tokens."""
@@ -287,7 +294,8 @@ class InferenceCost:
 
     def weight_reload_s(self) -> float:
         """Copy this GPU's weight shard from host memory over PCIe (all GPUs in parallel)."""
-        return self.weight_bytes_per_gpu() / (self.gpu.pcie_bandwidth * self.profile.pcie_efficiency)
+        pcie_bytes_per_s = self.gpu.pcie_bandwidth * self.profile.pcie_efficiency
+        return self.weight_bytes_per_gpu() / pcie_bytes_per_s
 
     def warm_start_s(self) -> float:
         """Resume a sleeping engine whose weights sit in host memory."""

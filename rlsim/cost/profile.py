@@ -22,10 +22,12 @@ from rlsim.config.hardware import GpuSpec
 PROFILE_DIR = Path(__file__).with_name("profiles")
 GENERIC_PROFILE = "generic"
 
-# Output-tile shapes (rows of tokens x columns of weights) that cuBLAS/CUTLASS kernels use
-# for BF16 GEMMs on Ampere/Hopper; the model picks the fastest, as the library heuristics do.
+# Output-tile shapes (tokens x weight columns) of BF16 GEMM kernels on Ampere/Hopper. The
+# 8-32-token tiles are the small-M ("swap-AB") kernels libraries use for decode GEMMs, where
+# the token dimension becomes the MMA's narrow N side (mma n8 / wgmma N>=8). The model picks
+# the fastest tile, as the library heuristics try to.
 DEFAULT_GEMM_TILES: tuple[tuple[int, int], ...] = (
-    (64, 64), (64, 128), (128, 128), (128, 256), (256, 128),
+    (8, 128), (16, 128), (32, 128), (64, 64), (64, 128), (128, 128), (128, 256), (256, 128),
 )
 
 
@@ -106,7 +108,7 @@ class Profile(BaseModel):
 
     # --- rollout engine ---
     decode_overhead_s: float = Field(
-        default=3e-3, gt=0,
+        default=2e-3, gt=0,
         description="Fixed CPU/scheduler time per engine iteration (vLLM-like), seconds.",
     )
     engine_memory_reserve_bytes: float = Field(

@@ -119,3 +119,20 @@ def test_determinism_and_seed_sensitivity():
     strip = lambda s: {k: v for k, v in s.items() if k != "wall_s"}  # noqa: E731
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
+
+
+def test_skip_mode_matches_iteration_mode_with_20x_fewer_events():
+    # Long-tailed lengths (lognormal sigma 1.2, capped at 8k) on 8 engines, with a KV cache
+    # small enough to preempt: the reference mode prices every decode iteration one by one.
+    data = tiny(workload__response_len={"dist": "lognormal", "median": 600, "sigma": 1.2},
+                workload__max_response_len=8000, workload__prompts_per_step=16,
+                workload__samples_per_prompt=8, rollout__max_running_seqs=16)
+    skip = _run(data)
+    data["engine_mode"] = "iteration"
+    it = _run(data)
+    s, i = skip.summary, it.summary
+    assert s["step_time_s"]["mean"] == pytest.approx(i["step_time_s"]["mean"], rel=1e-3)
+    assert s["phase_time_s"]["gen"] == pytest.approx(i["phase_time_s"]["gen"], rel=1e-3)
+    assert i["events"] >= 20 * s["events"], (s["events"], i["events"])
+    print(f"events: skip {s['events']}, iteration {i['events']}, "
+          f"ratio {i['events'] / s['events']:.0f}x")

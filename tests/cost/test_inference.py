@@ -1,0 +1,185 @@
+"""InferenceCost: affine decode, attention/comm structure, KV capacity, start-up times."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlsim.config.hardware import GpuSpec, lookup_gpu, lookup_model
+from rlsim.cost import InferenceCost, StepCost, builtin_profile
+
+ENGINES = [
+    ("H100", "llama-2-7b", 1), ("H800", "qwen2.5-7b", 1), ("H800", "qwen2.5-7b", 4),
+    ("H800", "qwen2.5-3b", 8),
+    ("H20", "qwen2.5-32b", 2), ("A100", "llama-3-70b", 8), ("H200", "qwen3-8b", 4),
+]
+
+
+def engine(gpu: str, model: str, tp: int) -> InferenceCost:
+    g = lookup_gpu(gpu)
+    return InferenceCost(lookup_model(model), g, tp, builtin_profile(g))
+
+
+COSTS = [engine(*e) for e in ENGINES]
+
+
+@settings(max_examples=300, deadline=None)
+@given(idx=st.integers(0, len(COSTS) - 1), batch=st.integers(0, 4096),
+       kv=st.integers(0, 10**9))
+def test_decode_affine_is_exact(idx: int, batch: int, kv: int) -> None:
+    cost = COSTS[idx]
+    a_s, b_s = cost.decode_affine(batch)
+    total = cost.step(batch, kv).total_s
+    assert total == pytest.approx(a_s + b_s * kv, rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=100, deadline=None)
+@given(idx=st.integers(0, len(COSTS) - 1), batch=st.integers(1, 2048),
+       k1=st.integers(0, 10**8), k2=st.integers(0, 10**8))
+def test_decode_step_is_a_line_in_kv_tokens(idx: int, batch: int, k1: int, k2: int) -> None:
+    cost = COSTS[idx]
+    t1, t2 = cost.step(batch, k1).total_s, cost.step(batch, k2).total_s
+    _, b_s = cost.decode_affine(batch)
+    assert t2 - t1 == pytest.approx(b_s * (k2 - k1), rel=1e-9, abs=1e-12)
+
+
+def test_decode_attention_scales_with_kv_tokens() -> None:
+    cost = engine("H800", "qwen2.5-7b", 1)
+    base = cost.step(64, 0).attention_s
+    one = cost.step(64, 64 * 1000).attention_s - base
+    two = cost.step(64, 64 * 2000).attention_s - base
+    assert one > 0
+    assert two == pytest.approx(2 * one, rel=1e-12)
+    # Memory-bound: 64k tokens of KV at 57,344 B/token within 50-100% of HBM bandwidth.
+    gpu = lookup_gpu("H800")
+    kv_bytes = 64 * 1000 * lookup_model("qwen2.5-7b").kv_bytes_per_token()
+    assert kv_bytes / gpu.hbm_bandwidth < one < 2 * kv_bytes / gpu.hbm_bandwidth
+
+
+def test_tp_allreduce_zero_at_tp1_and_positive_above() -> None:
+    assert engine("H100", "qwen2.5-7b", 1).step(32, 32_000, 512).comm_s == 0.0
+    assert engine("H100", "qwen2.5-7b", 2).step(32, 32_000, 512).comm_s > 0.0
+    # More bytes, more time: a 4096-token prefill all-reduces more than one decode token.
+    c = engine("H100", "qwen2.5-7b", 4)
+    assert c.prefill(4096).comm_s > c.step(1, 100).comm_s > 0.0
+
+
+def test_overhead_is_fixed_and_nonzero() -> None:
+    c = engine("H100", "qwen2.5-7b", 1)
+    prof = builtin_profile(lookup_gpu("H100"))
+    assert prof.decode_overhead_s > 0
+    assert c.step(1, 10).overhead_s == c.step(512, 10**6, 2048).overhead_s
+    assert c.prefill(100).overhead_s == prof.decode_overhead_s
+
+
+def test_step_parts_and_dict() -> None:
+    c = engine("H100", "qwen2.5-7b", 1)
+    s = c.step(16, 16 * 500, 256, 100)
+    assert isinstance(s, StepCost)
+    d = s.as_dict()
+    assert list(d) == ["linear_s", "attention_s", "other_s", "comm_s", "overhead_s", "total_s"]
+    assert d["total_s"] == pytest.approx(sum(v for k, v in d.items() if k != "total_s"))
+    assert all(v >= 0 for v in d.values())
+    assert c.step(0, 0).total_s == 0.0
+    # Linear layers see decodes and prefill tokens together.
+    assert s.linear_s == c.linear_s(16 + 256)
+    # Prefill with context costs more attention than without.
+    assert c.prefill(512, 4096).attention_s > c.prefill(512).attention_s
+    assert c.prefill(512).total_s == c.step(0, 0, 512).total_s
+    # The LM head runs only for sequences that emit a token.
+    assert c.step(8, 0).other_s > c.step(0, 0, 8).other_s
+
+
+def test_step_rejects_negative_counts() -> None:
+    c = engine("H100", "qwen2.5-7b", 1)
+    with pytest.raises(ValueError, match="kv_tokens"):
+        c.step(1, -1)
+
+
+# Other catalogue models: sane, monotone linear layers (shapes the fit never saw).
+OTHER = [("qwen2.5-7b", 1), ("qwen2.5-7b", 4), ("qwen2.5-32b", 2), ("qwen2.5-32b", 4),
+         ("llama-3-70b", 8), ("qwen3-32b", 8)]
+
+
+@pytest.mark.parametrize("gpu_name", ["H100", "A100", "H200", "H20"])
+@pytest.mark.parametrize(("model_name", "tp"), OTHER)
+def test_linear_monotone_and_sane_on_other_models(gpu_name: str, model_name: str,
+                                                   tp: int) -> None:
+    gpu = lookup_gpu(gpu_name)
+    model = lookup_model(model_name)
+    cost = InferenceCost(model, gpu, tp, builtin_profile(gpu))
+    tokens = [*range(1, 4097), *range(4104, 8193, 8)]
+    values = [cost.linear_s(n) for n in tokens]
+    assert all(b >= a for a, b in itertools.pairwise(values)), "not monotone"
+    by_tokens = dict(zip(tokens, values, strict=True))
+    weight_bytes = model.layers * (model.layer_params - 2 * model.hidden) * 2 / tp
+    flops_per_token = 2 * weight_bytes / 2
+    peak = gpu.bf16_tflops * 1e12
+    for n in (1, 64, 512, 4096, 8192):
+        t = by_tokens[n]
+        roofline = max(weight_bytes / gpu.hbm_bandwidth, n * flops_per_token / peak)
+        assert t >= roofline  # never faster than the hardware allows
+        assert t <= 4 * roofline  # and not absurdly slow
+    # Large batches run at 50-95% of the tensor-core peak.
+    frac = 8192 * flops_per_token / peak / values[-1]
+    assert 0.5 < frac < 0.95
+
+
+def test_kv_heads_replicate_when_fewer_than_tp() -> None:
+    # qwen2.5-3b has 2 KV heads: one per GPU at TP 2, replicated at TP 4 and 8.
+    per_gpu = {tp: engine("H800", "qwen2.5-3b", tp).kv_bytes_per_token_per_gpu
+               for tp in (1, 2, 4, 8)}
+    assert per_gpu[1] == 2 * per_gpu[2]
+    assert per_gpu[2] == per_gpu[4] == per_gpu[8]
+
+
+def test_kv_capacity_qwen7b_h800() -> None:
+    c = engine("H800", "qwen2.5-7b", 1)
+    cap = c.kv_capacity_tokens(0.9)
+    # (80 GB x 0.9 - 15.2 GB weights - 3 GiB reserve) / 57,344 B per token.
+    model, gpu = lookup_model("qwen2.5-7b"), lookup_gpu("H800")
+    expect = (0.9 * gpu.hbm - model.weight_bytes() - 3 * 2**30) / model.kv_bytes_per_token()
+    assert cap == math.floor(expect)
+    assert 8.5e5 < cap < 1.0e6
+    # More TP, more memory for KV in total.
+    assert engine("H800", "qwen2.5-7b", 2).kv_capacity_tokens(0.9) > 2 * cap
+    # 8B models with 8 KV heads x 32-36 layers (128-144 KiB per token) hold 3.5-4.5e5 tokens.
+    for name in ("llama-3-8b", "qwen3-8b"):
+        assert 3.5e5 < engine("H800", name, 1).kv_capacity_tokens(0.9) < 4.5e5
+
+
+def test_kv_capacity_nonpositive_when_weights_do_not_fit() -> None:
+    assert engine("H100", "llama-2-70b", 1).kv_capacity_tokens(0.9) <= 0
+    assert engine("H100", "llama-2-70b", 4).kv_capacity_tokens(0.9) > 0
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        engine("H100", "qwen2.5-7b", 1).kv_capacity_tokens(1.5)
+
+
+def test_start_up_times() -> None:
+    c = engine("H20", "qwen2.5-7b", 1)
+    gpu = lookup_gpu("H20")
+    prof = builtin_profile(gpu)
+    w = lookup_model("qwen2.5-7b").weight_bytes()
+    assert c.weight_reload_s() == pytest.approx(w / (gpu.pcie_bandwidth * prof.pcie_efficiency))
+    assert engine("H20", "qwen2.5-7b", 2).weight_reload_s() == pytest.approx(
+        c.weight_reload_s() / 2)
+    assert c.warm_start_s() == pytest.approx(prof.engine_warm_start_base_s + c.weight_reload_s())
+    # Cold starts of 3B-32B models land in the 80-135 s range reported by RollMux/Belayer.
+    for name in ("qwen2.5-3b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b"):
+        cold = engine("H20", name, 2).cold_start_s()
+        assert 80 <= cold <= 135, (name, cold)
+    assert c.cold_start_s() / c.warm_start_s() > 30
+
+
+def test_custom_gpu_uses_generic_profile() -> None:
+    gpu = GpuSpec(name="B200ish", bf16_tflops=2250, hbm="192 GB", hbm_bandwidth="8 TB/s",
+                  nvlink_bandwidth="1800 GB/s", pcie_bandwidth="64 GB/s", sm_count=148,
+                  usd_per_gpu_hour=6.0)
+    prof = builtin_profile(gpu)
+    assert prof.gpu == "generic"
+    cost = InferenceCost(lookup_model("qwen2.5-7b"), gpu, 1, prof)
+    assert 0 < cost.step(64, 64_000).total_s < 0.1

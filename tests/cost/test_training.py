@@ -1,0 +1,83 @@
+"""TrainCost: FLOPs-over-MFU compute, bubble, exposed DP traffic, optimizer, state moves."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlsim.config.hardware import lookup_gpu, lookup_model
+from rlsim.cost import TrainCost, builtin_profile
+
+H800 = lookup_gpu("H800")
+PROF = builtin_profile(H800)
+
+
+def trainer(model: str = "qwen2.5-7b", gpus: int = 16, tp: int = 2, pp: int = 1, cp: int = 1,
+            **kw: object) -> TrainCost:
+    return TrainCost(lookup_model(model), H800, gpus, tp, pp, cp, PROF, **kw)  # type: ignore[arg-type]
+
+
+def test_dp_and_divisibility() -> None:
+    assert trainer(gpus=32, tp=2, pp=2, cp=2).dp == 4
+    with pytest.raises(ValueError, match="not divisible"):
+        trainer(gpus=12, tp=4, pp=2)
+    with pytest.raises(ValueError, match="tp"):
+        trainer(gpus=16, tp=16)
+
+
+def test_train_step_scales_linearly_with_tokens() -> None:
+    t = trainer()
+    small, big = t.train_step(2_000_000), t.train_step(4_000_000)
+    assert big.compute_s == pytest.approx(2 * small.compute_s, rel=1e-12)
+    assert big.total_s / small.total_s == pytest.approx(2.0, rel=0.05)
+
+
+def test_compute_matches_flops_over_mfu() -> None:
+    model = lookup_model("qwen2.5-7b")
+    t = trainer(seq_tokens=4096)
+    tokens = 1_000_000
+    attn = 6 * model.layers * model.q_dim * 4096  # fwd+bwd causal attention FLOPs per token
+    flops = (6 * model.matmul_params + attn) * tokens * 4 / 3
+    expect = flops / (PROF.train_mfu * H800.bf16_tflops * 1e12 * 16)
+    assert t.train_step(tokens).compute_s == pytest.approx(expect, rel=1e-12)
+    no_rc = trainer(seq_tokens=4096, recompute_activations=False)
+    assert no_rc.train_step(tokens).compute_s == pytest.approx(expect * 3 / 4, rel=1e-12)
+    # A forward-only pass is a third of the step's compute without recomputation.
+    assert no_rc.forward_s(tokens) == pytest.approx(no_rc.train_step(tokens).compute_s / 3)
+
+
+def test_pipeline_bubble() -> None:
+    t = trainer(gpus=32, tp=2, pp=4, micro_batch_tokens=16384)  # dp = 4
+    tokens = 4 * 16384 * 8  # 8 micro-batches per pipeline
+    s = t.train_step(tokens)
+    assert s.bubble_s == pytest.approx(s.compute_s * 3 / 8)
+    assert s.bubble_s / (s.compute_s + s.bubble_s) == pytest.approx(3 / (8 + 4 - 1))
+    assert trainer(pp=1).train_step(tokens).bubble_s == 0.0
+
+
+def test_dp_traffic_uses_network_across_nodes() -> None:
+    inside = trainer(gpus=8, tp=2)  # dp=4 inside one node: NVLink
+    across = trainer(gpus=16, tp=2)  # dp=8 spans two nodes: 400 Gb/s network
+    assert across.dp_comm_s() > 3 * inside.dp_comm_s() > 0
+    assert trainer(gpus=2, tp=2).dp_comm_s() == 0.0
+    # Only the part compute does not hide is charged, never more than the traffic itself.
+    s = across.train_step(10_000)
+    assert 0 <= s.comm_s <= across.dp_comm_s()
+    assert across.train_step(10**8).comm_s == pytest.approx(
+        across.dp_comm_s() * (1 - PROF.train_comm_overlap_fraction))
+
+
+def test_state_offload_reload() -> None:
+    t = trainer(gpus=16)
+    model = lookup_model("qwen2.5-7b")
+    assert t.state_bytes_per_gpu() == pytest.approx(model.params * 16 / 16)
+    assert t.offload_s() == pytest.approx(
+        t.state_bytes_per_gpu() / (H800.pcie_bandwidth * PROF.pcie_efficiency))
+    assert t.reload_s() == t.offload_s()
+    assert t.train_step(10**6).optimizer_s > 0
+
+
+def test_rollpacker_share_is_plausible() -> None:
+    """Qwen2.5-14B on 32 H800, 1024 samples of ~4k tokens: a train step of minutes, not hours."""
+    t = trainer("qwen2.5-14b", gpus=32, tp=2, pp=2, cp=2)
+    step = t.train_step(1024 * 4096).total_s
+    assert 30 < step < 600
