@@ -112,7 +112,7 @@ class Profile(BaseModel):
         description="Fixed CPU/scheduler time per engine iteration (vLLM-like), seconds.",
     )
     engine_memory_reserve_bytes: float = Field(
-        default=3 * 2**30, ge=0,
+        default=3.0 * 2**30, ge=0,
         description=(
             "Per-GPU memory an engine keeps out of the KV cache: peak activations of the "
             "profile run, CUDA-graph pool, NCCL/cuBLAS workspaces, bytes."

@@ -64,7 +64,9 @@ def test_override_paths():
 
 def test_scenario_is_frozen():
     s, _ = scenario_from_dict(tiny())
-    with pytest.raises(Exception):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
         s.steps = 5  # type: ignore[misc]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,13 +46,25 @@ def _run(cost: ToyCost, reqs: list[tuple[int, int]], mode: str = "skip", kv: int
     return env, eng, out, max_kv[0]
 
 
-def test_fixed_lengths_match_closed_form(toy_cost):
+def _real_cost():
+    from rlsim.config.hardware import lookup_gpu, lookup_model
+    from rlsim.cost.inference import InferenceCost
+    from rlsim.cost.profile import builtin_profile
+
+    gpu = lookup_gpu("H800")
+    return InferenceCost(lookup_model("qwen2.5-7b"), gpu, 1, builtin_profile(gpu))
+
+
+@pytest.mark.parametrize("which", ["toy", "qwen2.5-7b on H800"])
+def test_fixed_lengths_match_closed_form(which, toy_cost):
+    cost = toy_cost if which == "toy" else _real_cost()
     n, p, o = 64, 100, 500
-    _env, _eng, out, _ = _run(toy_cost, [(p, o)] * n)
-    # One prefill iteration of all prompts, then o-1 decode iterations of the whole batch.
-    expect = toy_cost.step(0, 0, n * p).total_s
+    _env, _eng, out, _ = _run(cost, [(p, o)] * n, probe=False)
+    # One prefill iteration of all prompts, then o-1 decode iterations of the whole batch,
+    # each priced by the cost model's per-iteration step() (not the engine's closed form).
+    expect = cost.step(0, 0, n * p).total_s
     for i in range(o - 1):
-        expect += toy_cost.step(n, n * (p + 1) + i * n).total_s
+        expect += cost.step(n, n * (p + 1) + i * n).total_s
     assert len(out) == n
     assert abs(max(r.t_finish for r in out) - expect) / expect < 1e-3
     assert all(r.generated == o and r.status == "finished" for r in out)

@@ -55,10 +55,9 @@ def test_sync_phases_match_cost_models():
     scenario = res.scenario
     steps, by_step = _phases(res)
     train_spans = [s for s in res.recorder.spans if s.track == "train.trainer"]
-    from rlsim.cost.training import TrainCost
-
     from rlsim.config.placement import resolve_placement
     from rlsim.cost.profile import builtin_profile
+    from rlsim.cost.training import TrainCost
 
     place = resolve_placement(scenario)
     gpu = place.train_pool.gpu_spec
