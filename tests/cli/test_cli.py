@@ -7,6 +7,7 @@ import json
 import pyarrow.parquet as pq
 import yaml
 
+from rlsim import cli
 from tests.cli.test_bad_input import run_cli
 from tests.scenarios import tiny, write
 
@@ -96,3 +97,14 @@ def test_estimate_json_keys(tmp_path, monkeypatch, capsys):
     code, out, _ = run_cli(["estimate", "--gpu", "A100", "--model", str(arch), "--batch", "8",
                             "--context", "100", "--json"], monkeypatch, capsys)
     assert code == 0 and json.loads(out)["total_s"] > 0
+
+
+def test_progress_bar_appears_only_after_two_seconds(monkeypatch, capsys):
+    clock = iter([0.0, 1.0, 2.5, 3.0])
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
+    bar = cli._ProgressBar("run")  # t0 = 0.0
+    bar(1, 4)  # at 1.0 s: silent
+    assert capsys.readouterr().err == ""
+    bar(2, 4)  # at 2.5 s: shown on stderr
+    err = capsys.readouterr().err
+    assert "step 2/4" in err and "#" in err

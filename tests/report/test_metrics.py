@@ -1,0 +1,50 @@
+"""Metrics are pure functions of records: hand-made records give hand-computed figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlsim.report.metrics import summarize
+from rlsim.report.perfetto import chrome_trace
+from rlsim.trace import Recorder
+
+
+def _records() -> Recorder:
+    rec = Recorder()
+    rec.instant("cluster", "pool", 0.0, pool="p", gpu="H100", gpus=8, usd_per_gpu_hour=3.0)
+    rec.span("controller", "gen", 0.0, 60.0, step=0)
+    rec.span("controller", "train", 60.0, 100.0, step=0, samples=10, tokens=1000,
+             staleness_mean=0.0, staleness_max=0)
+    rec.span("controller", "step", 0.0, 100.0, step=0)
+    rec.span("controller", "gen", 100.0, 130.0, step=1)
+    rec.span("controller", "train", 130.0, 200.0, step=1, samples=30, tokens=3000,
+             staleness_mean=1.0, staleness_max=1)
+    rec.span("controller", "step", 100.0, 200.0, step=1)
+    rec.span("rollout.engine0", "busy", 0.0, 50.0, pool="p", gpus=4)
+    rec.span("train.trainer", "busy", 60.0, 100.0, pool="p", gpus=8)
+    return rec
+
+
+def test_summary_formulas():
+    s = summarize(_records(), wall_s=0.1, events=7)
+    assert s["steps"] == 2 and s["sim_time_s"] == 200.0
+    assert s["step_time_s"]["mean"] == 100.0
+    assert s["phase_time_s"]["gen"] == pytest.approx(45.0)
+    assert s["phase_time_s"]["train"] == pytest.approx(55.0)
+    assert s["throughput"]["samples_per_s"] == pytest.approx(40 / 200)
+    assert s["throughput"]["tokens_per_s"] == pytest.approx(4000 / 200)
+    assert s["gpu_util"]["p"] == pytest.approx((50 * 4 + 40 * 8) / (8 * 200))
+    assert s["cost"]["usd_per_hour"] == 24.0
+    assert s["cost"]["usd_per_1k_samples"] == pytest.approx(24 * 200 / 3600 / 40 * 1000)
+    assert s["staleness"] == {"mean": pytest.approx(0.75), "max": 1}
+    assert s["events"] == 7 and s["wall_s"] == 0.1
+
+
+def test_chrome_trace_tracks_and_pool_counter():
+    trace = chrome_trace(_records())
+    threads = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert {"controller", "rollout.engine0", "train.trainer"} <= threads
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) == 8 and all(e["dur"] >= 0 for e in spans)
+    busy = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "busy_gpus"]
+    assert [e["args"]["busy_gpus"] for e in busy] == [4, 0, 8, 0]
