@@ -283,8 +283,14 @@ def list_(what: Annotated[str, typer.Argument(
 
 
 @app.command()
-def schema() -> None:
-    """Print the scenario JSON Schema."""
+def schema(markdown: Annotated[bool, typer.Option(
+        "--markdown", help="Print the field reference as Markdown instead.")] = False) -> None:
+    """Print the scenario JSON Schema (or its Markdown reference)."""
+    if markdown:
+        from rlsim.config.reference import markdown as reference
+
+        typer.echo(reference(), nl=False)
+        return
     from rlsim.config.scenario import Scenario
 
     typer.echo(json.dumps(Scenario.model_json_schema(), indent=2))

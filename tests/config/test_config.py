@@ -115,3 +115,12 @@ def test_disaggregated_split_of_one_pool():
     with pytest.raises(ScenarioError):
         scenario_from_dict(tiny(policy__placement="disaggregated", rollout__gpus=6,
                                 train__gpus=6))
+
+
+def test_scenario_reference_doc_is_current():
+    from pathlib import Path
+
+    from rlsim.config.reference import markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "scenario.md"
+    assert doc.read_text() == markdown(), "regenerate: rlsim schema --markdown > docs/scenario.md"

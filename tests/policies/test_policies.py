@@ -135,3 +135,30 @@ def test_skip_mode_matches_iteration_mode_with_20x_fewer_events():
     assert i["events"] >= 20 * s["events"], (s["events"], i["events"])
     print(f"events: skip {s['events']}, iteration {i['events']}, "
           f"ratio {i['events'] / s['events']:.0f}x")
+
+
+def test_judge_reward_runs_on_its_own_engines():
+    data = tiny(
+        pools=[{"name": "cluster", "gpu": "H100", "nodes": 1},
+               {"name": "judges", "gpu": "H100", "nodes": 1, "gpus_per_node": 2}],
+        reward={"kind": "judge", "judge": {"model": "qwen2.5-0.5b", "pool": "judges",
+                                           "gpus": 2, "output_tokens": 8}},
+    )
+    res = _run(data)
+    steps, by_step = _phases(res)
+    judge_busy = [s for s in res.recorder.spans
+                  if s.track.startswith("rollout.judge") and s.name == "busy"]
+    assert len({s.track for s in judge_busy}) == 2
+    for k in steps:
+        (reward,) = by_step[k]["reward"]
+        # the judge engines work exactly during the reward phase
+        inside = [s for s in judge_busy if reward.t0 <= s.t0 and s.t1 <= reward.t1 + 1e-9]
+        assert inside and max(s.t1 for s in inside) == pytest.approx(reward.t1)
+    assert res.summary["gpu_util"]["judges"] > 0
+
+
+def test_sandbox_timeout_bounds_reward_phase():
+    slow = _run(tiny(reward={"kind": "sandbox", "latency": {"median": "20 s", "sigma": 1.0},
+                             "timeout": "30 s", "workers": 1000}))
+    # every sample runs in parallel and none exceeds the 30 s timeout
+    assert slow.summary["phase_time_s"]["reward"] == pytest.approx(30.0)
