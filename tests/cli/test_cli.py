@@ -108,3 +108,20 @@ def test_progress_bar_appears_only_after_two_seconds(monkeypatch, capsys):
     bar(2, 4)  # at 2.5 s: shown on stderr
     err = capsys.readouterr().err
     assert "step 2/4" in err and "#" in err
+
+
+def test_summary_identical_across_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = write(tmp_path, tiny())
+    outs = []
+    for hashseed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "run", str(path), "--json"],
+                              capture_output=True, text=True, env=env, check=True)
+        summary = json.loads(proc.stdout)
+        summary.pop("wall_s")
+        outs.append(json.dumps(summary, sort_keys=True))
+    assert outs[0] == outs[1]
