@@ -81,7 +81,14 @@ def _write_text(path: Path, text: str) -> None:
 
 def write_run(result: RunResult, out_dir: Path) -> None:
     """scenario.resolved.yaml, records.parquet, trace.json and, last, summary.json."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".rlsim-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise ScenarioError("--out", f"cannot write run folder {str(out_dir)!r}: "
+                            f"{err.strerror or err}") from None
     _write_text(out_dir / "scenario.resolved.yaml",
                 yaml.safe_dump(result.scenario.dump(), sort_keys=False))
     write_parquet(result.recorder, out_dir / "records.parquet")

@@ -240,7 +240,7 @@ def _model_arg(value: str) -> Any:
             _fail(f"--model: file {value!r} not found")
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError:
+        except (yaml.YAMLError, UnicodeDecodeError):
             _fail(f"--model: {value!r} is not valid YAML/JSON")
         if not isinstance(data, dict):
             _fail(f"--model: {value!r} must hold a mapping of architecture fields")

@@ -16,7 +16,7 @@ from rlsim.config.units import Bytes, BytesPerSecond
 class GpuSpec(BaseModel):
     """One GPU type: peak compute, memory, and the links a node of them has."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(description="GPU type name, e.g. H800.")
     bf16_tflops: float = Field(gt=0, description="Dense BF16 peak, TFLOP/s.")
@@ -41,7 +41,7 @@ class GpuSpec(BaseModel):
 class ModelSpec(BaseModel):
     """A decoder-only transformer's architecture (dense, gated MLP)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(description="Model name, e.g. qwen2.5-7b.")
     layers: int = Field(gt=0, description="Transformer layers.")

@@ -24,24 +24,36 @@ _UNION_TAGS = {"str", "GpuSpec", "ModelSpec", "int", "float", "function-after", 
 
 
 def split_overrides(text: str) -> list[str]:
-    """Split 'a=1,b=[1,2],c=x' on commas that are not inside brackets or quotes."""
+    """Split 'a=1,b=[1,2],c="x,y"' on commas outside brackets and quoted values.
+
+    A quote opens a quoted value only where a YAML scalar starts (after '=', ',', '[', '{',
+    ':' or a space), so an apostrophe inside a word ("it's") is plain text. Unbalanced
+    brackets or quotes are an error rather than a silent merge of overrides.
+    """
     parts: list[str] = []
     depth, quote = 0, ""
     cur: list[str] = []
+    prev = "="
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote
-        elif ch in "\"'":
+        elif ch in "\"'" and prev in "=,[{: ":
             quote = ch
         elif ch in "[{":
             depth += 1
         elif ch in "]}":
             depth -= 1
+            if depth < 0:
+                raise ScenarioError("--set", f"unbalanced {ch!r} in {text!r}")
         elif ch == "," and depth == 0:
             parts.append("".join(cur))
             cur = []
+            prev = ","
             continue
         cur.append(ch)
+        prev = ch
+    if quote or depth:
+        raise ScenarioError("--set", f"unclosed {'quote' if quote else 'bracket'} in {text!r}")
     parts.append("".join(cur))
     return [p.strip() for p in parts if p.strip()]
 

@@ -96,9 +96,17 @@ def resolve_placement(scenario: Scenario) -> Placement:
     if scenario.reward.kind == "judge" and judge is not None:
         jpool = _pool(scenario, judge.pool, "reward.judge.pool")
         _check_tp(judge.tp, jpool, "reward.judge.tp")
-        if judge.gpus % judge.tp or judge.gpus > jpool.gpus:
+        if judge.gpus % judge.tp:
             raise ScenarioError("reward.judge.gpus", f"{judge.gpus} GPUs must be a multiple "
-                                f"of TP {judge.tp} and at most the pool's {jpool.gpus}")
+                                f"of TP {judge.tp}")
+        # Judge engines hold their GPUs for the whole run: they must fit beside the roles
+        # already placed on the same pool.
+        taken = (rg if jpool.name == rpool.name else 0) + \
+            (tg if jpool.name == tpool.name and not colocated else 0)
+        if judge.gpus + taken > jpool.gpus:
+            raise ScenarioError(
+                "reward.judge.gpus", f"{judge.gpus} judge GPUs do not fit in pool "
+                f"{jpool.name!r}: {taken} of its {jpool.gpus} GPUs already run rollout/train")
     return Placement(colocated, rpool, tpool, rg, tg, rg // r.tp)
 
 

@@ -18,7 +18,8 @@ from rlsim.config.workload import WorkloadConfig
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
+                              allow_inf_nan=False)
 
 
 class PoolConfig(_Frozen):

@@ -6,6 +6,7 @@ pydantic annotated types that scenario fields use. A bare number is taken in the
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Annotated
@@ -41,14 +42,19 @@ def _parser(table: dict[str, float], kind: str, example: str) -> Callable[[objec
         if isinstance(value, bool):
             raise ValueError(f"expected a {kind} like '{example}', got {value!r}")
         if isinstance(value, int | float):
-            return float(value)
+            return _finite(float(value))
         if not isinstance(value, str):
             raise ValueError(f"expected a {kind} like '{example}', got {value!r}")
         match = _PATTERN.match(value)
         if match is None or match.group(2) not in table:
             units = ", ".join(sorted(u for u in table if u))
             raise ValueError(f"expected a {kind} like '{example}' (units: {units}), got {value!r}")
-        return float(match.group(1)) * table[match.group(2)]
+        return _finite(float(match.group(1)) * table[match.group(2)])
+
+    def _finite(x: float) -> float:
+        if not math.isfinite(x):
+            raise ValueError(f"expected a finite {kind} like '{example}', got {x}")
+        return x
 
     return parse
 

@@ -60,7 +60,10 @@ def _profile(scenario: Scenario, base_dir: Path, gpu: GpuSpec) -> Profile:
 def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,
                  field: str) -> tuple[InferenceCost, int]:
     gpu = pool.gpu_spec
-    cost = InferenceCost(model, gpu, tp, profile)
+    try:
+        cost = InferenceCost(model, gpu, tp, profile)
+    except ValueError as err:  # e.g. TP that does not divide the attention heads
+        raise ScenarioError(field, str(err)) from None
     kv = cost.kv_capacity_tokens(util)
     if kv <= 0:
         per_gpu = model.weight_bytes() / tp / GIB
@@ -112,6 +115,12 @@ def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
         jcost, jkv = _engine_cost(jmodel, jpool, jc.tp, r.gpu_memory_utilization,
                                   _profile(scenario, base_dir, jpool.gpu_spec),
                                   "reward.judge.tp")
+        judged = w.max_response_len + jc.prompt_overhead_tokens + jc.output_tokens
+        if judged > jkv:
+            raise ScenarioError(
+                "reward.judge.tp", f"a judge request of up to {judged} tokens (response + "
+                f"prompt overhead + verdict) exceeds a judge engine's KV cache ({jkv} tokens); "
+                "raise reward.judge.tp or lower workload.max_response_len")
         judges = [
             RolloutEngine(env, f"judge{i}", jcost, jkv, r.max_running_seqs,
                           r.max_batched_tokens, recorder, scenario.engine_mode, jpool.name,
@@ -138,18 +147,25 @@ def _judge_model(name: str) -> ModelSpec:
 
 
 def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile) -> float:
-    """Effective bandwidth of one weight-sync broadcast.
+    """Effective bandwidth of one weight-sync broadcast, per engine (all engines in parallel).
 
-    Colocated: the trainer's shards are gathered inside each node over NVLink (one
-    direction is half the bidirectional figure). Disaggregated: every engine receives the
-    full weights over its `tp` GPUs' network ports, sent by as many trainer GPUs in
-    parallel shards, so the narrower side bounds the rate.
+    Each engine needs the full weights over its `tp` GPUs. Colocated, they are gathered
+    from the trainer's shards: the shards on the engine's own node come over NVLink, the
+    rest over the inter-node network, in proportion to where the shards live.
+    Disaggregated, the trainer sends parallel shards over the network, unless both roles
+    sit on one node (then NVLink). The narrower of sender ports and receiver ports bounds it.
     """
     if scenario.link.bandwidth is not None:
         return scenario.link.bandwidth
-    rgpu, tgpu = place.rollout_pool.gpu_spec, place.train_pool.gpu_spec
+    r = scenario.rollout
+    rpool, tpool = place.rollout_pool, place.train_pool
+    rgpu, tgpu = rpool.gpu_spec, tpool.gpu_spec
+    nvlink = rgpu.nvlink_bandwidth / 2 * profile.allreduce_bus_efficiency  # one direction
+    network = min(rgpu.network_bandwidth, tgpu.network_bandwidth) * profile.network_efficiency
     if place.colocated:
-        return rgpu.nvlink_bandwidth / 2 * scenario.rollout.tp * profile.network_efficiency
-    per_gpu = min(rgpu.network_bandwidth, tgpu.network_bandwidth)
-    ports = min(scenario.rollout.tp, place.train_gpus)
-    return per_gpu * ports * profile.network_efficiency
+        local = min(1.0, rpool.node_size / place.train_gpus)
+        per_gpu = 1.0 / (local / nvlink + (1.0 - local) / network)
+        return per_gpu * r.tp
+    one_node = rpool.name == tpool.name and rpool.nodes == 1
+    ports = min(r.tp, place.train_gpus)
+    return (nvlink if one_node else network) * ports

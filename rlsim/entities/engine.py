@@ -21,7 +21,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import simpy
@@ -69,7 +69,6 @@ class Request:
     _prefill_done: int = 0
     _base: int = 0  # decode clock minus generated tokens, while decoding
     _order: int = 0
-    _extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def context_tokens(self) -> int:
@@ -104,6 +103,7 @@ class RolloutEngine:
         self.max_batched = max_batched_tokens
         self.recorder = recorder
         self.iteration_mode = mode == "iteration"
+        self._interrupt_pending = False
         self.pool = pool
         self.gpus = gpus
         self.waiting: deque[Request] = deque()
@@ -125,7 +125,6 @@ class RolloutEngine:
         self._seg_k0 = 0
         self._seg_batch = 0
         self._in_segment = False
-        self._head_done: list[Request] = []
         self._idle: simpy.Event | None = None
         self._busy_since: float | None = None
         self.iterations = 0
@@ -167,9 +166,15 @@ class RolloutEngine:
         """Abort `reqs` (default: all) now; each keeps the tokens generated so far.
 
         Progress counts whole iterations completed by now; the iteration in flight still
-        completes for the sequences that remain.
+        completes for the sequences that remain. A sequence whose last token lands at this
+        very instant is not aborted: it finishes normally.
         """
-        done_iters = self._completed_iterations() if self._in_segment else 0
+        now = self.env.now
+        in_head = self._in_segment and now < self._seg_t0 + self._seg_head_s
+        # The head iteration's effects were applied when it started; while it is still in
+        # flight its token does not count yet, so every decoding sequence is one behind.
+        clock_now = self.clock + (self._completed_iterations() if self._in_segment else 0) \
+            - (1 if in_head else 0)
         targets = list(reqs) if reqs is not None else [
             *self.waiting, *self.prefilling.values(), *self.decoding.values()]
         aborted: list[Request] = []
@@ -180,27 +185,40 @@ class RolloutEngine:
                 del self.prefilling[r.rid]
                 self._kv_prefill -= r._prefill_left + r._prefill_done + 1
             elif r.status == "decode":
+                if clock_now - r._base >= r.output_tokens:
+                    continue  # its last token lands at this instant: it finishes normally
                 del self.decoding[r.rid]
-                clock_now = self.clock + done_iters
-                r.generated = min(clock_now - r._base, r.output_tokens)
+                r.generated = clock_now - r._base
                 self._kv_const -= r.prompt_tokens - r._base
+                if r.t_first_token > now:  # its prefill was still in flight
+                    r.t_first_token = math.nan
             else:
                 continue
             r.status = "aborted"
             r.t_finish = self.env.now
             aborted.append(r)
         if aborted:
-            self._poke()
+            self._poke(arrival=False)
         for r in aborted:
             self._emit_request(r)
         return aborted
 
     # ------------------------------------------------------------------ internals
-    def _poke(self) -> None:
+    def _poke(self, arrival: bool = True) -> None:
+        """Wake an idle engine, or stop a multi-iteration segment after the iteration in
+        flight so the batch can change. An arrival that could not be admitted anyway (FCFS
+        queue already blocked, or the running cap reached) does not split the segment."""
         if self._idle is not None and not self._idle.triggered:
             self._idle.succeed()
-        elif self._in_segment and self._seg_n > 1:
-            self.process.interrupt("batch change")
+            return
+        if not self._in_segment or self._interrupt_pending:
+            return
+        if self._seg_n + (1 if self._seg_head_s > 0 else 0) <= 1:
+            return  # the segment is a single iteration: its end is the next boundary anyway
+        if arrival and (len(self.waiting) > 1 or self.running >= self.max_running):
+            return
+        self._interrupt_pending = True
+        self.process.interrupt("batch change")
 
     def _coeffs(self, batch: int) -> tuple[float, float]:
         ab = self._affine.get(batch)
@@ -320,7 +338,6 @@ class RolloutEngine:
 
     def _plan(self) -> float:
         """Start a segment now; returns its duration. Sets the segment fields."""
-        self._head_done = []
         head_s = 0.0
         progress_prefill = bool(self.prefilling) and len(self.decoding) < self.max_batched
         if progress_prefill:
@@ -398,8 +415,12 @@ class RolloutEngine:
                     raise RuntimeError(f"engine {self.name}: cannot admit {self.waiting[0].rid}")
                 self._go_idle()
                 self._idle = env.event()
-                yield self._idle
+                try:
+                    yield self._idle
+                except simpy.Interrupt:
+                    pass  # a poke that raced the end of the last segment: re-check the queue
                 self._idle = None
+                self._interrupt_pending = False
                 continue
             if self._busy_since is None:
                 self._busy_since = env.now
@@ -414,6 +435,7 @@ class RolloutEngine:
                     yield env.timeout(end - env.now)
                 except simpy.Interrupt:
                     # An arrival or abort: stop after the iteration in flight.
+                    self._interrupt_pending = False
                     done = self._completed_iterations()
                     if env.now - self._seg_t0 >= self._seg_head_s and done < self._seg_n:
                         self._seg_n = done + 1

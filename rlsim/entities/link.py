@@ -6,6 +6,7 @@ completion only when a transfer starts or ends, so a transfer costs O(1) events.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -74,8 +75,10 @@ class Link:
             self._wake = env.event()
             yield env.timeout(max(smallest, 0.0) / rate) | self._wake
             self._drain()
-            # Bytes within a float rounding of zero count as delivered.
-            eps = 1e-9 * max(1.0, smallest)
+            # Bytes within float rounding of zero count as delivered: both a relative epsilon
+            # and the bytes that move in one ulp of the clock (at large `now`, a smaller
+            # leftover would need a timeout that does not advance time, and never finish).
+            eps = max(1e-9 * max(1.0, smallest), 4.0 * math.ulp(env.now) * rate)
             for key in [k for k, item in self._active.items() if item[0] <= eps]:
                 _, done = self._active.pop(key)
                 done.succeed()

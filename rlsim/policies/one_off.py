@@ -1,7 +1,8 @@
 """`one_off`: one-step off-policy RL on separate rollout and train GPUs.
 
-Train step k uses the rollouts of step k, generated with the weights of version k-1, while
-the engines already generate step k+1 with the same weights. A barrier joins both, then the
+Train step k scores (reward), re-scores (ref/old log-probs) and trains on the rollouts of
+step k, generated with the weights of version k-1, while the engines already generate step
+k+1 with the same weights (as veRL's one-step-off-policy recipe does). A barrier joins both, then the
 new weights are synced. Step 0 has nothing to overlap with: its rollouts come first.
 Staleness is therefore 0 for step 0 and 1 afterwards.
 """
@@ -36,10 +37,12 @@ def run_one_off(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, N
 def _rollout(ph: Phases, workload: Workload, step: int,
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
     samples: list[Sample] = yield ph.gen(step, workload.batch(step), version=version)
-    yield ph.reward(step, samples)
     return samples
 
 
 def _train(ph: Phases, step: int, samples: list[Sample]) -> Generator[simpy.Event, Any, None]:
+    # The trainer side scores its batch (reward), then computes log-probs and updates,
+    # all while the engines already generate the next batch.
+    yield ph.reward(step, samples)
     yield ph.ref(step, samples)
     yield ph.train(step, samples, version=step)

@@ -61,6 +61,20 @@ CASES = {
     "missing_profile": (tiny(profile="nope.json"), "profile"),
     "utilization_out_of_range": (tiny(rollout__gpu_memory_utilization=1.5),
                                  "rollout.gpu_memory_utilization"),
+    "tp_does_not_divide_heads": (tiny(rollout__tp=4), "rollout.tp"),
+    "infinite_bandwidth": (tiny(link={"bandwidth": ".inf"}), "link.bandwidth"),
+    "infinite_number": (tiny(reward__latency={"median": float("inf")}),
+                        "reward.latency.median"),
+    "judge_gpus_do_not_fit": (
+        tiny(reward={"kind": "judge", "judge": {"model": "qwen2.5-0.5b", "pool": "cluster",
+                                                "gpus": 2}}), "reward.judge.gpus"),
+    "judge_kv_too_small": (
+        tiny(pools=[{"name": "cluster", "gpu": "H100", "nodes": 1},
+                    {"name": "j", "gpu": "H100", "nodes": 1}],
+             reward={"kind": "judge", "judge": {"model": "qwen2.5-72b", "pool": "j",
+                                                "gpus": 4, "tp": 4}},
+             workload__max_response_len=900_000, model="qwen2.5-0.5b"),
+        "reward.judge"),
     "not_a_mapping": ("- just\n- a list\n", ""),
     "invalid_yaml": ("model: [unclosed\n", "line"),
     "empty_file": ("", "empty"),
@@ -92,6 +106,8 @@ def test_missing_scenario_file(tmp_path, monkeypatch, capsys):
     ("rollout.tp=banana", "rollout.tp"),
     ("pools.nope.nodes=2", "pools.nope"),
     ("pools.7.nodes=2", "pools.7"),
+    ("name='unclosed", "--set"),
+    ("workload.response_len={dist: fixed, value: 3", "--set"),
 ])
 def test_bad_overrides(override, field, tmp_path, monkeypatch, capsys):
     path = write(tmp_path, tiny())
@@ -117,3 +133,18 @@ def test_real_process_exit_code_and_no_traceback(tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "rollout.tp" in proc.stderr
+
+
+def test_out_that_is_a_file(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, tiny())
+    code, _, err = run_cli(["run", str(path), "--out", str(path)], monkeypatch, capsys)
+    assert code == 2 and "--out" in err and len(err.strip().splitlines()) == 1
+
+
+def test_apostrophe_inside_a_value_is_plain_text(tmp_path, monkeypatch, capsys):
+    import json
+
+    path = write(tmp_path, tiny())
+    code, out, _ = run_cli(["run", str(path), "--json", "--set", "name=it's,steps=3"],
+                           monkeypatch, capsys)
+    assert code == 0 and json.loads(out)["steps"] == 3

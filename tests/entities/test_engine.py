@@ -147,3 +147,48 @@ def test_invariants(reqs, kv, cap, budget, gaps):
         assert peak <= kv
         assert eng.kv_used == 0 and eng.running == 0 and not eng.waiting
         assert all(r.t_finish >= r.t_first_token >= r.t_submit for r in out)
+
+
+def test_abort_during_head_counts_only_completed_iterations():
+    # r0 decodes alone; r1's long prompt arrives and is being prefilled (the head) when
+    # both are aborted: the head's token must not count, and r1 has no first token.
+    cost = ToyCost(p=1e-3)
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", cost, 10**6, 256, 8192, Recorder())
+    r0, r1 = Request(0, 10, 1000), Request(1, 2000, 10)
+    eng.submit(r0)
+    got: list[Request] = []
+
+    def script():
+        yield env.timeout(0.5)
+        eng.submit(r1)
+        yield env.timeout(0.1)
+        got.extend(eng.abort())
+
+    env.process(script())
+    env.run(until=5)
+    assert r1.status == "aborted" and r1.generated == 0 and r1.t_first_token != r1.t_first_token
+    # r0 generated one token per completed iteration: prefill (1) + decodes until 0.5 s
+    step = cost.step(1, 0).total_s  # ~constant at this tiny KV
+    assert abs(r0.generated - (1 + int((0.5 - cost.step(0, 0, 10).total_s) / step) + 1)) <= 1
+    assert eng.kv_used == 0
+
+
+def test_double_abort_at_segment_end_does_not_crash(toy_cost):
+    env = simpy.Environment()
+    e0 = RolloutEngine(env, "e0", toy_cost, 10**6, 256, 8192, Recorder())
+    e1 = RolloutEngine(env, "e1", toy_cost, 10**6, 256, 8192, Recorder())
+    a = Request(0, 10, 50)
+    b, c = Request(1, 10, 50), Request(2, 10, 50)
+
+    def on_a_done(_r):
+        e1.abort([b])
+        e1.abort([c])
+
+    a.on_done = on_a_done
+    e0.submit(a)
+    e1.submit(b)
+    e1.submit(c)
+    env.run()
+    assert {b.status, c.status} <= {"finished", "aborted"}
+    assert e1.kv_used == 0 and e1.running == 0

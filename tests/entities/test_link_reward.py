@@ -46,3 +46,14 @@ def test_reward_pool_list_scheduling():
     env.run()
     # worker A: 3; worker B: 1,1,1 then the 2 s job at t=3 on whichever frees first (both at 3)
     assert proc.value == pytest.approx(5.0)
+
+
+def test_link_finishes_at_large_simulated_times():
+    # At t ~ 1e5-3e5 s a few leftover bytes at TB/s need a timeout below the clock's float
+    # resolution; the link must still deliver instead of spinning forever.
+    for start in (1.3e5, 3e5, 1e6):
+        env = simpy.Environment(initial_time=start)
+        link = Link(env, "l", 2.88e12, 1e-5, Recorder())
+        procs = [link.transfer(16.4e9 + i * 37.0) for i in range(3)]
+        env.run(until=start + 10)
+        assert all(p.triggered for p in procs)

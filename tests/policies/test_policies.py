@@ -78,20 +78,23 @@ def test_one_off_overlaps_generation_and_training():
     assert len(steps) == 4
     for k in range(4):
         step = steps[k]
-        (train,) = by_step[k]["train"]
+        (reward,) = by_step[k]["reward"]
         (ref,) = by_step[k]["ref"]
+        (train,) = by_step[k]["train"]
         (sync,) = by_step[k]["weight_sync"]
-        train_side = train.t1 - ref.t0
+        # the train side scores, re-scores and trains batch k back to back
+        assert reward.t0 == pytest.approx(step.t0, abs=1e-9)
+        assert ref.t0 == pytest.approx(reward.t1) and train.t0 == pytest.approx(ref.t1)
+        train_side = train.t1 - reward.t0
         if k + 1 < 4:
             (gen,) = by_step[k + 1]["gen"]
-            (reward,) = by_step[k + 1]["reward"]
             # the next batch generates while this one trains
-            assert gen.t0 == pytest.approx(ref.t0, abs=1e-9)
-            assert gen.t0 < train.t1 and ref.t0 < gen.t1
-            rollout_side = reward.t1 - gen.t0
-            expect = max(rollout_side, train_side) + (sync.t1 - sync.t0)
+            assert gen.t0 == pytest.approx(step.t0, abs=1e-9)
+            assert gen.t0 < train.t1 and reward.t0 < gen.t1
+            expect = max(gen.t1 - gen.t0, train_side) + (sync.t1 - sync.t0)
         else:
             expect = train_side + (sync.t1 - sync.t0)
+        assert sync.t0 == pytest.approx(step.t1 - (sync.t1 - sync.t0))
         assert step.t1 - step.t0 == pytest.approx(expect, rel=1e-9)
     assert res.summary["staleness"]["max"] == 1
     # step 0 is on-policy, the later three one step stale
