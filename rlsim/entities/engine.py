@@ -17,6 +17,7 @@ iteration and prices each with `InferenceCost.step`, as the reference for tests.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 from collections import deque
@@ -415,10 +416,10 @@ class RolloutEngine:
                     raise RuntimeError(f"engine {self.name}: cannot admit {self.waiting[0].rid}")
                 self._go_idle()
                 self._idle = env.event()
-                try:
+                # A poke that raced the end of the last segment may interrupt this wait;
+                # either way the loop re-checks the queue.
+                with contextlib.suppress(simpy.Interrupt):
                     yield self._idle
-                except simpy.Interrupt:
-                    pass  # a poke that raced the end of the last segment: re-check the queue
                 self._idle = None
                 self._interrupt_pending = False
                 continue

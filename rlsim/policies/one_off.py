@@ -2,8 +2,8 @@
 
 Train step k scores (reward), re-scores (ref/old log-probs) and trains on the rollouts of
 step k, generated with the weights of version k-1, while the engines already generate step
-k+1 with the same weights (as veRL's one-step-off-policy recipe does). A barrier joins both, then the
-new weights are synced. Step 0 has nothing to overlap with: its rollouts come first.
+k+1 with the same weights (as veRL's one-step-off-policy recipe does). A barrier joins
+both, then the new weights are synced. Step 0 has nothing to overlap with: its rollouts come first.
 Staleness is therefore 0 for step 0 and 1 afterwards.
 """
 
