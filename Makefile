@@ -3,14 +3,25 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# A second environment without torch: the simulator must import and pass its tests there.
+NOTORCH := .venv-notorch
+NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test lint bench setup clean
+.PHONY: demo test test-notorch lint bench calibrate-quick setup clean
 
+# torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
+# only calibration/ uses it.
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,calibrate]'
 	touch $(STAMP)
+
+$(NOTORCH_STAMP): pyproject.toml
+	$(PY) -m venv $(NOTORCH)
+	$(NOTORCH)/bin/pip install --quiet --upgrade pip
+	$(NOTORCH)/bin/pip install --quiet -e '.[dev]'
+	touch $(NOTORCH_STAMP)
 
 setup: $(STAMP)
 
@@ -27,6 +38,13 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/pytest
 
+# CI runs this after `make test`: no torch installed, the simulator's tests still pass
+# (tests that need torch skip themselves).
+test-notorch: $(NOTORCH_STAMP)
+	$(NOTORCH)/bin/python -c "import importlib.util, sys; \
+	  sys.exit('torch is installed in $(NOTORCH)' if importlib.util.find_spec('torch') else 0)"
+	$(NOTORCH)/bin/pytest -p no:cacheprovider
+
 lint: $(STAMP)
 	$(BIN)/ruff check rlsim calibration tests benchmarks
 	$(BIN)/mypy
@@ -35,5 +53,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
+calibrate-quick: $(STAMP)
+	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NOTORCH) runs .pytest_cache .mypy_cache .ruff_cache

@@ -49,7 +49,7 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     wall0 = time.perf_counter()
     env = simpy.Environment()
     recorder = Recorder(scenario.output.detail)
-    cluster = build_cluster(scenario, base, env, recorder)
+    cluster = build_cluster(scenario, env, recorder)
     try:
         workload = Workload(scenario.workload, stream(scenario.seed, "workload"), base)
     except FileNotFoundError as err:

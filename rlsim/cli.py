@@ -256,6 +256,112 @@ def _model_arg(value: str) -> Any:
         _fail(f"--model: {err.args[0]} (or give a YAML/JSON file)")
 
 
+@app.command()
+def calibrate(
+    out: Annotated[Path, typer.Option("--out", help="Profile JSON to write.")],
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda")] = "auto",
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="Reduced grids: about 2 minutes on a 2-core CPU.")] = False,
+    only: Annotated[str | None, typer.Option(
+        help="Comma-separated benchmarks to run (default: all).")] = None,
+    from_vidur: Annotated[Path | None, typer.Option(
+        "--from-vidur", help="Convert Vidur profiling CSVs in this folder instead of "
+        "measuring.")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        help="GPU type of the --from-vidur data (default: from the folder names).")] = None,
+    from_measurements: Annotated[Path | None, typer.Option(
+        "--from-measurements", help="Refit saved raw measurements (a MeasurementSet JSON, "
+        "or a profile that holds them) instead of measuring.")] = None,
+) -> None:
+    """Measure this machine (or import Vidur data) and write a cost profile."""
+    if device not in ("auto", "cpu", "cuda"):
+        _fail(f"--device: choose auto, cpu or cuda, got {device!r}")
+    if from_vidur is not None:
+        profile, report = _calibrate_from_vidur(from_vidur, gpu)
+    else:
+        ms = _load_measurements(from_measurements) if from_measurements is not None \
+            else _measure(device, quick, only)
+        from calibration.fit import fit_profile
+
+        try:
+            profile, report = fit_profile(ms)
+        except ValueError as err:
+            _fail(f"calibrate: {err}")
+    from calibration.fit import fit_report_markdown, write_profile
+
+    try:
+        write_profile(profile, out)
+    except OSError as err:
+        _fail(f"--out: cannot write {str(out)!r}: {err.strerror or err}")
+    typer.echo(fit_report_markdown(report))
+    typer.echo(f"\nwrote {out} (profile hash {profile.content_hash()[:12]})")
+
+
+def _calibrate_from_vidur(directory: Path, gpu: str | None) -> Any:
+    from calibration.vidur import profile_from_vidur
+    from rlsim.config.hardware import lookup_gpu
+
+    spec = None
+    if gpu is not None:
+        try:
+            spec = lookup_gpu(gpu)
+        except KeyError as err:
+            _fail(f"--gpu: {err.args[0]}")
+    if not directory.is_dir():
+        _fail(f"--from-vidur: {str(directory)!r} is not a folder")
+    try:
+        return profile_from_vidur(directory, spec)
+    except ValueError as err:
+        _fail(f"--from-vidur: {err}")
+
+
+def _load_measurements(path: Path) -> Any:
+    from pydantic import ValidationError
+
+    from calibration.measurements import MeasurementSet
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        _fail(f"--from-measurements: cannot read {str(path)!r}: {err}")
+    if isinstance(data, dict) and "measurement_set" in data:
+        data = data["measurement_set"]
+    try:
+        return MeasurementSet.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        _fail(f"--from-measurements: {loc}: {first['msg']}")
+
+
+def _measure(device: str, quick: bool, only: str | None) -> Any:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        _fail("calibrate needs torch: .venv/bin/pip install -e '.[calibrate]' "
+              "(pip install torch==2.13.0)")
+    from calibration.run import measure
+
+    names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+    started: dict[str, float] = {}
+
+    def progress(bench: str, done: int, total: int) -> None:
+        started.setdefault(bench, time.perf_counter())
+        width = 24
+        fill = int(width * done / max(total, 1))
+        line = f"{bench:20s} [{'#' * fill}{'-' * (width - fill)}] {done}/{total}"
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + line + ("\n" if done == total else ""))
+        elif done == total:
+            sys.stderr.write(f"{line} {time.perf_counter() - started[bench]:.1f} s\n")
+        sys.stderr.flush()
+
+    try:
+        return measure(device=device, quick=quick, only=names, progress=progress)
+    except ValueError as err:
+        _fail(f"calibrate: {err}")
+
+
 @app.command("list")
 def list_(what: Annotated[str, typer.Argument(
         help="scenarios | gpus | models | policies")]) -> None:

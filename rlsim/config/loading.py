@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.placement import check_placement
+from rlsim.config.profiles import resolve_pool_profiles
 from rlsim.config.scenario import Scenario
 
 # Union members and discriminator tags that pydantic puts in error locations; a user
@@ -139,6 +140,7 @@ def scenario_from_dict(
             apply_override(data, assignment)
         scenario = Scenario.model_validate(data)
         base = base_dir or Path.cwd()
+        scenario = resolve_pool_profiles(scenario, base)
         check_placement(scenario, base)
     except ValidationError as err:
         raise _with_source(format_validation_error(err), source) from None

@@ -113,9 +113,6 @@ def resolve_placement(scenario: Scenario) -> Placement:
 def check_placement(scenario: Scenario, base_dir: Path) -> None:
     """All cross-field checks that need no cost model, plus referenced files existing."""
     resolve_placement(scenario)
-    if scenario.profile is not None and not (base_dir / scenario.profile).is_file():
-        raise ScenarioError("profile", f"profile file {scenario.profile!r} not found "
-                            f"(relative to {base_dir})")
     trace = scenario.workload.trace
     if trace is not None and not (base_dir / trace.path).exists():
         raise ScenarioError("workload.trace.path", f"trace {trace.path!r} not found "

@@ -26,8 +26,16 @@ class PoolConfig(_Frozen):
     """A named set of GPUs of one type."""
 
     name: str = Field(description="Pool name that rollout/train/reward placements refer to.")
-    gpu: str | GpuSpec = Field(
-        description="GPU type: a catalogue name (rlsim list gpus) or an inline GPU spec."
+    gpu: str | GpuSpec | None = Field(
+        default=None,
+        description="GPU type: a catalogue name (rlsim list gpus) or an inline GPU spec. "
+        "May be omitted when `profile` is a calibrated profile that carries its device spec.",
+    )
+    profile: str | None = Field(
+        default=None,
+        description="Calibrated profile JSON for this pool (`rlsim calibrate`), relative to "
+        "the scenario file or the working directory. Its constants replace the GPU type's "
+        "built-in profile; a measured `device` spec in it becomes the pool's GPU.",
     )
     nodes: int = Field(gt=0, description="Number of nodes in the pool.")
     gpus_per_node: int | None = Field(
@@ -41,7 +49,7 @@ class PoolConfig(_Frozen):
 
     @field_validator("gpu")
     @classmethod
-    def _known_gpu(cls, value: str | GpuSpec) -> str | GpuSpec:
+    def _known_gpu(cls, value: str | GpuSpec | None) -> str | GpuSpec | None:
         if isinstance(value, str):
             try:
                 lookup_gpu(value)
@@ -49,9 +57,21 @@ class PoolConfig(_Frozen):
                 raise ValueError(str(err.args[0])) from None
         return value
 
+    @model_validator(mode="after")
+    def _gpu_or_profile(self) -> PoolConfig:
+        if self.gpu is None and self.profile is None:
+            raise ValueError("give `gpu` (a catalogue name or inline spec) or a calibrated "
+                             "`profile`")
+        return self
+
     @property
     def gpu_spec(self) -> GpuSpec:
-        return self.gpu if isinstance(self.gpu, GpuSpec) else lookup_gpu(self.gpu)
+        if isinstance(self.gpu, GpuSpec):
+            return self.gpu
+        if self.gpu is None:
+            raise RuntimeError(f"pool {self.name}: profile device not resolved; load the "
+                               "scenario with rlsim.config.loading")
+        return lookup_gpu(self.gpu)
 
     @property
     def node_size(self) -> int:
@@ -200,11 +220,6 @@ class Scenario(_Frozen):
     steps: int = Field(default=10, gt=0, description="Training steps to simulate.")
     model: str | ModelSpec = Field(
         description="Policy model: catalogue name (rlsim list models) or inline architecture."
-    )
-    profile: str | None = Field(
-        default=None,
-        description="Path to a calibrated profile JSON (relative to the scenario file); "
-        "default the built-in profile of each pool's GPU type.",
     )
     pools: list[PoolConfig] = Field(min_length=1, description="GPU pools.")
     rollout: RolloutConfig = Field(description="Rollout engines.")

@@ -30,7 +30,13 @@ from scipy.optimize import least_squares
 from rlsim.config.hardware import GpuSpec, ModelSpec, lookup_gpu, lookup_model
 from rlsim.cost.inference import InferenceCost, act_bytes_per_token, linear_shapes
 from rlsim.cost.network import nvlink_one_way_bytes_per_s
-from rlsim.cost.profile import DEFAULT_GEMM_TILES, GENERIC_PROFILE, PROFILE_DIR, Profile
+from rlsim.cost.profile import (
+    DEFAULT_GEMM_TILES,
+    GENERIC_PROFILE,
+    PROFILE_DIR,
+    PROVENANCE_FIELDS,
+    Profile,
+)
 
 Array = NDArray[np.float64]
 
@@ -72,34 +78,76 @@ def mlp_csv_path(data_dir: Path, gpu: str) -> Path:
     return data_dir / MLP_CSV.format(gpu=gpu.lower())
 
 
-def load_mlp_rows(path: Path, model: ModelSpec | None = None) -> list[MlpRow]:
-    """Read a Vidur mlp.csv; check its shape columns match `model` when given."""
+MLP_SHAPE_COLUMNS = ("n_head", "n_kv_head", "n_embd", "n_expanded_embd")
+MLP_KEY_COLUMNS = ("num_tokens", "num_tensor_parallel_workers")
+ALLREDUCE_COLUMNS = ("num_workers", "size", "time_stats.all_reduce.median")
+
+
+def _read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
+    """Rows of a CSV that has every `required` column; one-line ValueError otherwise."""
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise ValueError(f"{path}: missing column {missing[0]!r}")
+            rows = list(reader)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not rows:
+        raise ValueError(f"{path}: no data rows")
+    return rows
+
+
+def _number(path: Path, rec: dict[str, str], column: str) -> float:
+    try:
+        return float(rec[column])
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: column {column!r} has a non-number {rec[column]!r}") from None
+
+
+def model_from_mlp_csv(path: Path, name: str) -> ModelSpec:
+    """The layer shape a Vidur mlp.csv was profiled with (the per-layer ops need no more)."""
+    rec = _read_csv(path, MLP_SHAPE_COLUMNS)[0]
+    heads, kv_heads, hidden, ffn = (int(_number(path, rec, c)) for c in MLP_SHAPE_COLUMNS)
+    gated = rec.get("use_gated_mlp", "True").strip().lower() != "false"
+    vocab = int(_number(path, rec, "vocab_size")) if rec.get("vocab_size") else 32000
+    try:
+        return ModelSpec(name=name, layers=1, hidden=hidden, heads=heads, kv_heads=kv_heads,
+                         ffn=ffn, vocab=vocab, gated_mlp=gated)
+    except ValueError as exc:
+        raise ValueError(f"{path}: bad model shape: {exc}".replace("\n", " ")) from None
+
+
+def load_mlp_rows(path: Path, model: ModelSpec | None = None,
+                  ops: Sequence[str] = LINEAR_OPS) -> list[MlpRow]:
+    """Read a Vidur mlp.csv (which must time `ops`); check its shape matches `model`."""
+    required = (*MLP_KEY_COLUMNS, *(f"time_stats.{op}.median" for op in ops))
     rows = []
-    with path.open(newline="") as fh:
-        for rec in csv.DictReader(fh):
-            if model is not None:
-                shape = (int(rec["n_head"]), int(rec["n_kv_head"]), int(rec["n_embd"]),
-                         int(rec["n_expanded_embd"]))
-                expect = (model.heads, model.kv_heads, model.hidden, model.ffn)
-                if shape != expect:
-                    raise ValueError(f"{path}: shape {shape} is not {model.name}'s {expect}")
-            ops = {k.split(".")[1] for k in rec if k.startswith("time_stats.")}
-            rows.append(MlpRow(
-                tp=int(rec["num_tensor_parallel_workers"]),
-                num_tokens=int(rec["num_tokens"]),
-                op_s={op: float(rec[f"time_stats.{op}.median"]) * 1e-3 for op in ops},
-            ))
+    for rec in _read_csv(path, (*required, *(MLP_SHAPE_COLUMNS if model else ()))):
+        if model is not None:
+            shape = tuple(int(_number(path, rec, c)) for c in MLP_SHAPE_COLUMNS)
+            expect = (model.heads, model.kv_heads, model.hidden, model.ffn)
+            if shape != expect:
+                raise ValueError(f"{path}: shape {shape} is not {model.name}'s {expect}")
+        names = {k.split(".")[1] for k in rec if k and k.startswith("time_stats.")}
+        rows.append(MlpRow(
+            tp=int(_number(path, rec, "num_tensor_parallel_workers")),
+            num_tokens=int(_number(path, rec, "num_tokens")),
+            op_s={op: _number(path, rec, f"time_stats.{op}.median") * 1e-3 for op in names
+                  if rec.get(f"time_stats.{op}.median")},
+        ))
     return rows
 
 
 def load_allreduce_rows(path: Path) -> tuple[Array, Array, Array]:
     """(ranks, size_bytes, median_s) arrays of Vidur's all_reduce.csv."""
     ranks, sizes, times = [], [], []
-    with path.open(newline="") as fh:
-        for rec in csv.DictReader(fh):
-            ranks.append(float(rec["num_workers"]))
-            sizes.append(float(rec["size"]))  # Vidur writes bytes (elements x 2)
-            times.append(float(rec["time_stats.all_reduce.median"]) * 1e-3)
+    for rec in _read_csv(path, ALLREDUCE_COLUMNS):
+        ranks.append(_number(path, rec, "num_workers"))
+        sizes.append(_number(path, rec, "size"))  # Vidur writes bytes (elements x 2)
+        times.append(_number(path, rec, "time_stats.all_reduce.median") * 1e-3)
     return np.array(ranks), np.array(sizes), np.array(times)
 
 
@@ -129,13 +177,14 @@ def gemm_points(rows: Sequence[MlpRow], model: ModelSpec) -> GemmPoints:
 def gemm_time_np(
     pts: GemmPoints, gpu: GpuSpec, params: Sequence[float] | Array,
     tiles: Sequence[tuple[int, int]] = DEFAULT_GEMM_TILES, splitk_min_k: int = SPLITK_MIN_K,
+    dtype_bytes: int = DTYPE_BYTES,
 ) -> Array:
     """Vectorized twin of GemmModel.time_s; params = (hbm_eff, launch_s, p, peak_eff, c)."""
     hbm_eff, launch_s, p, peak_eff, overhead = params
     m, n, k = pts.m, pts.n, pts.k
     sms = float(gpu.sm_count)
     per_sm = gpu.bf16_tflops * 1e12 / sms
-    t_mem = (k * n + m * k + m * n) * DTYPE_BYTES / (gpu.hbm_bandwidth * hbm_eff)
+    t_mem = (k * n + m * k + m * n) * dtype_bytes / (gpu.hbm_bandwidth * hbm_eff)
     best = np.full_like(m, np.inf)
     for tm, tn in tiles:
         eff = peak_eff / (1.0 + overhead * (tm + tn) / (tm * tn))
@@ -150,28 +199,45 @@ def gemm_time_np(
 GEMM_PARAM_NAMES = ("hbm_efficiency", "kernel_launch_s", "gemm_overlap_exponent",
                     "gemm_peak_efficiency", "gemm_tile_overhead_elems")
 # Bounds keep the constants physical: no DRAM stream beats ~95% of its spec bandwidth.
-_GEMM_LOWER = (0.3, 0.0, 1.0, 0.3, 0.0)
-_GEMM_UPPER = (0.95, 30e-6, 20.0, 1.0, 200.0)
+GEMM_LOWER = (0.3, 0.0, 1.0, 0.3, 0.0)
+GEMM_UPPER = (0.95, 30e-6, 20.0, 1.0, 200.0)
 
 
-def fit_gemm(rows: Sequence[MlpRow], gpu: GpuSpec, model: ModelSpec) -> dict[str, float]:
-    """Least squares on the relative error of every GEMM's median time (soft L1 loss)."""
-    pts = gemm_points(rows, model)
+def concat_gemm_points(parts: Sequence[GemmPoints]) -> GemmPoints:
+    return GemmPoints(*(np.concatenate([getattr(p, f) for p in parts])
+                        for f in ("m", "n", "k", "measured_s")))
+
+
+def fit_gemm_points(
+    pts: GemmPoints, gpu: GpuSpec,
+    lower: Sequence[float] = GEMM_LOWER, upper: Sequence[float] = GEMM_UPPER,
+    tiles: Sequence[tuple[int, int]] = DEFAULT_GEMM_TILES, splitk_min_k: int = SPLITK_MIN_K,
+    dtype_bytes: int = DTYPE_BYTES, launch0_s: float = 4e-6,
+) -> dict[str, float]:
+    """Least squares on the relative error of every GEMM's median time (soft L1 loss);
+    returns the GEMM_PARAM_NAMES constants."""
 
     def residual(x: Array) -> Array:
-        out: Array = gemm_time_np(pts, gpu, x) / pts.measured_s - 1.0
+        out: Array = gemm_time_np(pts, gpu, x, tiles, splitk_min_k, dtype_bytes) \
+            / pts.measured_s - 1.0
         return out
 
     best = None
     # A few starts: the tile minimum makes the objective piecewise smooth.
     for p0 in (1.5, 2.5, 4.0):
         for c0 in (5.0, 30.0):
-            res = least_squares(residual, [0.8, 4e-6, p0, 0.9, c0],
-                                bounds=(_GEMM_LOWER, _GEMM_UPPER), loss="soft_l1", f_scale=0.1)
+            x0 = np.clip([0.8, launch0_s, p0, 0.9, c0], lower, upper)
+            res = least_squares(residual, x0, bounds=(lower, upper), loss="soft_l1",
+                                f_scale=0.1)
             if best is None or res.cost < best.cost:
                 best = res
     assert best is not None
     return dict(zip(GEMM_PARAM_NAMES, (float(v) for v in best.x), strict=True))
+
+
+def fit_gemm(rows: Sequence[MlpRow], gpu: GpuSpec, model: ModelSpec) -> dict[str, float]:
+    """fit_gemm_points on every GEMM of Vidur's `rows` of one model."""
+    return fit_gemm_points(gemm_points(rows, model), gpu)
 
 
 # ----- elementwise fit -----
@@ -189,38 +255,80 @@ def _elementwise_bytes(op: str, model: ModelSpec, tp: int, tokens: int) -> float
     raise ValueError(f"no byte count for elementwise op {op!r}")
 
 
-def fit_elementwise(rows: Sequence[MlpRow], gpu: GpuSpec, model: ModelSpec) -> dict[str, float]:
+# Which efficiency constant each elementwise operator's kind of kernel uses.
+ELEMENTWISE_KIND = {"mlp_act": "elementwise_hbm_efficiency",
+                    "input_layernorm": "norm_hbm_efficiency",
+                    "post_attention_layernorm": "norm_hbm_efficiency",
+                    "attn_rope": "rotary_hbm_efficiency"}
+
+
+def elementwise_arrays(rows: Sequence[MlpRow], model: ModelSpec,
+                       ops: Sequence[str] = ELEMENTWISE_OPS) -> tuple[Array, Array, list[str]]:
+    """(bytes moved, measured seconds, efficiency constant) of every elementwise op."""
     size = np.array([_elementwise_bytes(op, model, r.tp, r.num_tokens)
-                     for r in rows for op in ELEMENTWISE_OPS])
-    y = np.array([r.op_s[op] for r in rows for op in ELEMENTWISE_OPS])
+                     for r in rows for op in ops])
+    y = np.array([r.op_s[op] for r in rows for op in ops])
+    kinds = [ELEMENTWISE_KIND[op] for _ in rows for op in ops]
+    return size, y, kinds
+
+
+def fit_elementwise_arrays(size: Array, y: Array, bandwidth_bytes_per_s: float,
+                           kinds: Sequence[str] | None = None,
+                           launch0_s: float = 2e-6, max_launch_s: float = 20e-6,
+                           min_efficiency: float = 0.05) -> dict[str, float]:
+    """bytes / (bandwidth * efficiency[kind]) + launch on relative error (soft L1).
+
+    One efficiency per kind of kernel (the constant names in `kinds`, default all
+    elementwise_hbm_efficiency) and one shared launch latency; `_mape` too.
+    """
+    names = sorted(set(kinds)) if kinds is not None else ["elementwise_hbm_efficiency"]
+    idx = np.array([names.index(k) for k in kinds]) if kinds is not None \
+        else np.zeros(size.size, int)
 
     def residual(x: Array) -> Array:
-        out: Array = (size / (gpu.hbm_bandwidth * x[0]) + x[1]) / y - 1.0
+        eff = x[:-1][idx]
+        out: Array = (size / (bandwidth_bytes_per_s * eff) + x[-1]) / y - 1.0
         return out
 
-    res = least_squares(residual, [0.6, 2e-6], bounds=([0.05, 0.0], [1.0, 20e-6]),
+    n = len(names)
+    res = least_squares(residual, [0.6] * n + [launch0_s],
+                        bounds=([min_efficiency] * n + [0.0], [1.0] * n + [max_launch_s]),
                         loss="soft_l1", f_scale=0.1)
-    mape = float(np.mean(np.abs(residual(res.x))))
-    return {"elementwise_hbm_efficiency": float(res.x[0]),
-            "elementwise_launch_s": float(res.x[1]), "_mape": mape}
+    out = {name: float(v) for name, v in zip(names, res.x[:-1], strict=True)}
+    out["elementwise_launch_s"] = float(res.x[-1])
+    out["_mape"] = float(np.mean(np.abs(residual(res.x))))
+    return out
+
+
+def fit_elementwise(rows: Sequence[MlpRow], gpu: GpuSpec, model: ModelSpec) -> dict[str, float]:
+    size, y, kinds = elementwise_arrays(rows, model)
+    return fit_elementwise_arrays(size, y, gpu.hbm_bandwidth, kinds)
 
 
 # ----- all-reduce fit -----
 
-def fit_allreduce(path: Path, gpu: GpuSpec) -> dict[str, float]:
-    """Ring all-reduce: latency + 2(n-1)/n * bytes / (one-way NVLink bw * efficiency)."""
-    ranks, size, y = load_allreduce_rows(path)
-    bw = nvlink_one_way_bytes_per_s(gpu.nvlink_bandwidth)
+def fit_allreduce_arrays(ranks: Array, size: Array, y: Array, one_way_bytes_per_s: float,
+                         latency0_s: float = 20e-6, max_latency_s: float = 1e-3,
+                         min_efficiency: float = 0.05) -> dict[str, float]:
+    """Ring all-reduce: latency + 2(n-1)/n * bytes / (one-way bandwidth * efficiency)."""
 
     def residual(x: Array) -> Array:
-        out: Array = (x[0] + 2 * (ranks - 1) / ranks * size / (bw * x[1])) / y - 1.0
+        out: Array = (x[0] + 2 * (ranks - 1) / ranks * size / (one_way_bytes_per_s * x[1])) \
+            / y - 1.0
         return out
 
-    res = least_squares(residual, [20e-6, 0.7], bounds=([0.0, 0.05], [1e-3, 1.0]),
-                        loss="soft_l1", f_scale=0.1)
+    res = least_squares(residual, [latency0_s, 0.7],
+                        bounds=([0.0, min_efficiency], [max_latency_s, 1.0]), loss="soft_l1",
+                        f_scale=0.1)
     mape = float(np.mean(np.abs(residual(res.x))))
     return {"allreduce_latency_s": float(res.x[0]),
             "allreduce_bus_efficiency": float(res.x[1]), "_mape": mape}
+
+
+def fit_allreduce(path: Path, gpu: GpuSpec) -> dict[str, float]:
+    """fit_allreduce_arrays on Vidur's all_reduce.csv against `gpu`'s one-way NVLink."""
+    ranks, size, y = load_allreduce_rows(path)
+    return fit_allreduce_arrays(ranks, size, y, nvlink_one_way_bytes_per_s(gpu.nvlink_bandwidth))
 
 
 # ----- fidelity of the runtime model -----
@@ -284,8 +392,7 @@ def fit_profile(data_dir: Path, gpu_name: str, tps: Sequence[int] = FIT_TPS) -> 
         gpu=gpu.name, provenance=_provenance(gpu.name, tps),
         gemm_tiles=DEFAULT_GEMM_TILES, gemm_splitk_min_k=SPLITK_MIN_K,
         **gemm,
-        elementwise_hbm_efficiency=ew["elementwise_hbm_efficiency"],
-        elementwise_launch_s=ew["elementwise_launch_s"],
+        **{k: v for k, v in ew.items() if not k.startswith("_")},
         allreduce_latency_s=ar["allreduce_latency_s"],
         allreduce_bus_efficiency=ar["allreduce_bus_efficiency"],
     )
@@ -390,7 +497,7 @@ def _fmt(value: object) -> str:
 
 def constants_markdown(profiles: dict[str, Profile]) -> str:
     """Every Profile constant with its H100 and A100 values and its meaning."""
-    skip = {"gpu", "provenance", "fit_error"}
+    skip = {"gpu", "device", *PROVENANCE_FIELDS}
     lines = ["| constant | H100 (and H800/H200/H20) | A100 (and generic) | meaning |",
              "|---|---|---|---|"]
     for name, field in Profile.model_fields.items():

@@ -9,6 +9,9 @@ Hot path: `step()` and `decode_affine()` run once per simulator event, so they u
 Python floats, constants bound in `__init__` and per-batch caches; no numpy.
 For a fixed decode batch the step time is exactly affine in the KV tokens read, which lets
 the engine sum thousands of decode iterations in closed form.
+`layer_step_s`, `decode_attention_s` and `prefill_attention_s` expose one layer's share,
+which is what the calibration's layer and attention microbenchmarks measure; `step()` is
+`layers x layer_step_s` plus the embedding, final norm, LM head and per-iteration overhead.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlsim.config.hardware import GpuSpec, ModelSpec
-from rlsim.cost.kernels import ElementwiseModel, GemmModel
+from rlsim.cost.kernels import ElementwiseModel, GemmModel, stream_factor
 from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_allreduce_s
 from rlsim.cost.profile import Profile
 
@@ -74,6 +77,17 @@ def check_tp(model: ModelSpec, gpu: GpuSpec, tp: int) -> None:
         )
 
 
+def _check_counts(
+    decode_seqs: int, kv_tokens: int, prefill_tokens: int, prefill_context_tokens: int
+) -> None:
+    if decode_seqs < 0 or kv_tokens < 0 or prefill_tokens < 0 or prefill_context_tokens < 0:
+        raise ValueError(
+            "step() arguments must be >= 0, got "
+            f"decode_seqs={decode_seqs}, kv_tokens={kv_tokens}, "
+            f"prefill_tokens={prefill_tokens}, prefill_context_tokens={prefill_context_tokens}"
+        )
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -106,9 +120,12 @@ class InferenceCost:
     """Iteration costs, KV capacity and start-up times of one rollout engine."""
 
     def __init__(
-        self, model: ModelSpec, gpu: GpuSpec, tp: int, profile: Profile, dtype_bytes: int = 2
+        self, model: ModelSpec, gpu: GpuSpec, tp: int, profile: Profile,
+        dtype_bytes: int | None = None,
     ) -> None:
         check_tp(model, gpu, tp)
+        if dtype_bytes is None:
+            dtype_bytes = profile.dtype_bytes
         if dtype_bytes <= 0:
             raise ValueError(f"dtype_bytes must be > 0, got {dtype_bytes}")
         self.model = model
@@ -118,8 +135,14 @@ class InferenceCost:
         self.dtype_bytes = dtype_bytes
         self._gemm = GemmModel(gpu, profile, dtype_bytes)
         self._ew = ElementwiseModel(gpu, profile)
+        self._act = ElementwiseModel(gpu, profile, profile.activation_hbm_efficiency,
+                                     profile.activation_launch_s)
+        self._norm = ElementwiseModel(gpu, profile, profile.norm_hbm_efficiency,
+                                      profile.norm_launch_s)
+        self._rope = ElementwiseModel(gpu, profile, profile.rotary_hbm_efficiency)
         self._layers = model.layers
         self._overhead = profile.decode_overhead_s
+        self._layer_overhead = profile.layer_overhead_s
 
         # Per-GPU shapes after TP sharding.
         dh = model.dim_head
@@ -138,28 +161,44 @@ class InferenceCost:
         self._norm_bytes_per_token = 4 * model.hidden * d
         self._rope_bytes_per_token = 2 * (q_heads + kv_heads) * dh * d
         self._embed_bytes_per_token = 2 * model.hidden * d
-        # Logits are upcast to fp32 for sampling: read bf16, write fp32.
+        # Logits are upcast to fp32 for sampling: read the compute dtype, write fp32.
         self._logit_bytes_per_row = self._vocab_n * (d + 4)
 
         peak_flops = gpu.bf16_tflops * 1e12
         kv_bytes_per_token_layer = 2 * kv_heads * dh * d
+        self._kv_bytes_per_token_layer = kv_bytes_per_token_layer
         self.kv_bytes_per_token_per_gpu = float(kv_bytes_per_token_layer * model.layers)
-        hbm_bytes_per_s = gpu.hbm_bandwidth * profile.hbm_efficiency
-        attn_flops_per_s = peak_flops * profile.attention_flops_efficiency
-        self._kv_layer_s_per_token = kv_bytes_per_token_layer / hbm_bytes_per_s
+        # Prefill attention streams K and V as GEMM operands; decode attention reads every
+        # running sequence's KV with its own (paged) access pattern and few query rows.
+        self._kv_layer_s_per_token = kv_bytes_per_token_layer / (
+            gpu.hbm_bandwidth * profile.hbm_efficiency
+        )
+        self._kv_decode_layer_s_per_token = kv_bytes_per_token_layer / (
+            gpu.hbm_bandwidth * profile.decode_attention_hbm_efficiency
+        )
         # QK^T and PV: 2 FLOPs per multiply-add, 2 matmuls, per query head.
         self._attn_flops_per_pair = 4.0 * q_heads * dh
-        self._attn_layer_s_per_flop = 1.0 / attn_flops_per_s
+        self._attn_layer_s_per_flop = 1.0 / (peak_flops * profile.attention_flops_efficiency)
+        self._attn_decode_flops_s_per_token = self._attn_flops_per_pair / (
+            peak_flops * profile.decode_attention_flops_efficiency
+        )
         # Decode attention reads every running sequence's KV once: a line through the origin
         # in kv_tokens (max of the memory and FLOP lines is still a line).
-        self._attn_decode_s_per_token = model.layers * max(
-            self._kv_layer_s_per_token, self._attn_flops_per_pair / attn_flops_per_s
+        self._attn_decode_layer_s_per_token = max(
+            self._kv_decode_layer_s_per_token, self._attn_decode_flops_s_per_token
         )
-        self._attn_fixed_s = model.layers * profile.kernel_launch_s
+        self._attn_decode_s_per_token = model.layers * self._attn_decode_layer_s_per_token
+        self._attn_layer_fixed_s = profile.attention_fixed_s
+        self._attn_decode_layer_fixed_s = profile.decode_attention_fixed_s
+        self._exact_causal = (
+            profile.attention_kv_block_tokens == 1
+            and all(rows == 1 for _, rows in profile.attention_q_block_tiers)
+        )
 
         self._tp_bw = nvlink_one_way_bytes_per_s(gpu.nvlink_bandwidth) * (
             profile.allreduce_bus_efficiency
         )
+        self._layer_cache: dict[int, tuple[float, float, float]] = {}
         self._dense_cache: dict[int, tuple[float, float, float]] = {}
         self._lm_cache: dict[int, float] = {}
         self._affine_cache: dict[int, tuple[float, float]] = {}
@@ -170,44 +209,55 @@ class InferenceCost:
         """All layers' QKV, output, gate/up, activation and down projections at n tokens."""
         return self._dense(num_tokens)[0]
 
+    def _layer_dense(self, m: int) -> tuple[float, float, float]:
+        """(linear, other, comm) seconds of ONE layer's token-wise work at m tokens."""
+        hit = self._layer_cache.get(m)
+        if hit is not None:
+            return hit
+        if m <= 0:
+            return (0.0, 0.0, 0.0)
+        g = self._gemm.time_s
+        h = self._hidden
+        linear = (
+            g(m, self._qkv_n, h)
+            + g(m, h, self._o_k)
+            + g(m, self._up_n, h)
+            + self._act.time_s(m * self._act_bytes_per_token)
+            + g(m, h, self._down_k)
+        )
+        other = (
+            2 * self._norm.time_s(m * self._norm_bytes_per_token)
+            + self._rope.time_s(m * self._rope_bytes_per_token)
+            + self._layer_overhead
+        )
+        comm = 0.0
+        if self.tp > 1:
+            # Row-parallel output and down projections each end in an all-reduce.
+            comm = 2 * ring_allreduce_s(
+                m * h * self.dtype_bytes, self.tp, self._tp_bw, self.profile.allreduce_latency_s
+            )
+        out = (linear, other, comm)
+        if len(self._layer_cache) < _CACHE_LIMIT:
+            self._layer_cache[m] = out
+        return out
+
     def _dense(self, m: int) -> tuple[float, float, float]:
         hit = self._dense_cache.get(m)
         if hit is not None:
             return hit
         if m <= 0:
             return (0.0, 0.0, 0.0)
-        g = self._gemm.time_s
+        linear, other, comm = self._layer_dense(m)
         ew = self._ew.time_s
-        h = self._hidden
-        layer_linear = (
-            g(m, self._qkv_n, h)
-            + g(m, h, self._o_k)
-            + g(m, self._up_n, h)
-            + ew(m * self._act_bytes_per_token)
-            + g(m, h, self._down_k)
-        )
-        layer_other = 2 * ew(m * self._norm_bytes_per_token) + ew(m * self._rope_bytes_per_token)
-        linear = self._layers * layer_linear
+        layers = self._layers
         # Embedding gather and the final norm happen once per iteration.
-        other = (
-            self._layers * layer_other
+        out = (
+            layers * linear,
+            layers * other
             + ew(m * self._embed_bytes_per_token)
-            + ew(m * self._norm_bytes_per_token)
+            + self._norm.time_s(m * self._norm_bytes_per_token),
+            layers * comm,
         )
-        comm = 0.0
-        if self.tp > 1:
-            # Row-parallel output and down projections each end in an all-reduce.
-            comm = (
-                2
-                * self._layers
-                * ring_allreduce_s(
-                    m * h * self.dtype_bytes,
-                    self.tp,
-                    self._tp_bw,
-                    self.profile.allreduce_latency_s,
-                )
-            )
-        out = (linear, other, comm)
         if len(self._dense_cache) < _CACHE_LIMIT:
             self._dense_cache[m] = out
         return out
@@ -223,13 +273,93 @@ class InferenceCost:
             self._lm_cache[rows] = t
         return t
 
-    def _prefill_attention_s(self, tokens: int, context_tokens: int) -> float:
-        # Each new token attends to the context plus, causally, half the chunk on average
-        # (the chunk is treated as one sequence).
-        pairs = tokens * (context_tokens + (tokens + 1) / 2.0)
-        t_flops = pairs * self._attn_flops_per_pair * self._attn_layer_s_per_flop
+    def _prefill_pairs(self, tokens: int, context_tokens: int) -> float:
+        """(query, key) pairs a causal prefill kernel computes for one query head."""
+        if self._exact_causal:
+            # Each new token attends to the context plus, causally, half the chunk on
+            # average (the chunk is treated as one sequence).
+            return tokens * (context_tokens + (tokens + 1) / 2.0)
+        # Block kernel: each query block computes whole key blocks up to its last row.
+        qb = min(self.profile.attention_q_block(tokens), tokens)
+        kvb = self.profile.attention_kv_block_tokens
+        total = context_tokens + tokens
+        pairs = 0
+        for start in range(0, tokens, qb):
+            end = min(tokens, start + qb)
+            keys = min(total, -(-(context_tokens + end) // kvb) * kvb)
+            pairs += (end - start) * keys
+        return float(pairs)
+
+    def _layer_prefill_attention_s(
+        self, tokens: int, context_tokens: int, warm_cache: bool = False
+    ) -> float:
+        t_flops = (
+            self._prefill_pairs(tokens, context_tokens)
+            * self._attn_flops_per_pair
+            * self._attn_layer_s_per_flop
+        )
         t_mem = (context_tokens + tokens) * self._kv_layer_s_per_token
-        return self._attn_fixed_s + self._layers * max(t_flops, t_mem)
+        if warm_cache:
+            t_mem *= stream_factor(
+                (context_tokens + tokens) * self._kv_bytes_per_token_layer, self.profile
+            )
+        return self._attn_layer_fixed_s + max(t_flops, t_mem)
+
+    def _layer_attention_s(
+        self, decode_seqs: int, kv_tokens: int, prefill_tokens: int, prefill_context_tokens: int
+    ) -> float:
+        attention = 0.0
+        if decode_seqs:
+            attention = (
+                self._attn_decode_layer_fixed_s
+                + kv_tokens * self._attn_decode_layer_s_per_token
+            )
+        if prefill_tokens:
+            attention += self._layer_prefill_attention_s(prefill_tokens, prefill_context_tokens)
+        return attention
+
+    def decode_attention_s(
+        self, decode_seqs: int, kv_tokens: int, warm_cache: bool = False
+    ) -> float:
+        """One layer's decode attention: `decode_seqs` queries reading `kv_tokens` KV tokens.
+        `warm_cache`: a microbenchmark repeat, the part of the KV that fits in cache streams
+        faster (`kernels.stream_factor`)."""
+        if not warm_cache or not decode_seqs:
+            return self._layer_attention_s(decode_seqs, kv_tokens, 0, 0)
+        mem = self._kv_decode_layer_s_per_token * stream_factor(
+            kv_tokens * self._kv_bytes_per_token_layer, self.profile
+        )
+        per_token = max(mem, self._attn_decode_flops_s_per_token)
+        return self._attn_decode_layer_fixed_s + kv_tokens * per_token
+
+    def prefill_attention_s(
+        self, tokens: int, context_tokens: int = 0, warm_cache: bool = False
+    ) -> float:
+        """One layer's causal attention of a `tokens`-token chunk after `context_tokens`."""
+        if tokens <= 0:
+            return 0.0
+        return self._layer_prefill_attention_s(tokens, context_tokens, warm_cache)
+
+    def layer_step_s(
+        self,
+        decode_seqs: int,
+        kv_tokens: int,
+        prefill_tokens: int = 0,
+        prefill_context_tokens: int = 0,
+    ) -> float:
+        """One transformer layer of an iteration: linear layers, attention, norms, rotary,
+        the layer's fixed overhead and its TP all-reduces; no embedding, LM head or
+        per-iteration engine overhead. `step(...).total_s` equals `layers *` this plus
+        those once-per-iteration parts."""
+        _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
+        m = decode_seqs + prefill_tokens
+        if m == 0:
+            return 0.0
+        linear, other, comm = self._layer_dense(m)
+        attention = self._layer_attention_s(
+            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens
+        )
+        return linear + attention + other + comm
 
     # ----- public costs -----
 
@@ -242,22 +372,16 @@ class InferenceCost:
     ) -> StepCost:
         """One iteration: `decode_seqs` decodes reading `kv_tokens` KV tokens in total, plus
         `prefill_tokens` prompt tokens attending to `prefill_context_tokens` each."""
-        if decode_seqs < 0 or kv_tokens < 0 or prefill_tokens < 0 or prefill_context_tokens < 0:
-            raise ValueError(
-                "step() arguments must be >= 0, got "
-                f"decode_seqs={decode_seqs}, kv_tokens={kv_tokens}, "
-                f"prefill_tokens={prefill_tokens}, prefill_context_tokens={prefill_context_tokens}"
-            )
+        _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
         m = decode_seqs + prefill_tokens
         if m == 0:
             return _ZERO
         linear, other, comm = self._dense(m)
-        attention = 0.0
+        attention = self._layers * self._layer_attention_s(
+            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens
+        )
         if decode_seqs:
             other += self._lm_head_s(decode_seqs)
-            attention = self._attn_fixed_s + kv_tokens * self._attn_decode_s_per_token
-        if prefill_tokens:
-            attention += self._prefill_attention_s(prefill_tokens, prefill_context_tokens)
         return StepCost(linear, attention, other, comm, self._overhead)
 
     def decode_affine(self, batch: int) -> tuple[float, float]:

@@ -3,10 +3,16 @@
 Owns the `Profile` schema (frozen pydantic, with provenance, fit error and a content hash),
 the built-in per-GPU profiles shipped as package data in `rlsim/cost/profiles/*.json`
 (written offline by `rlsim/cost/fit_vidur.py`; nothing is fitted at simulation start), and
-loading of user profiles. Peaks and bandwidths are not here: they come from `GpuSpec`; a
-profile only says which fraction of them real kernels achieve, so one fitted profile
-transfers to GPUs of the same architecture with other spec numbers.
-Sources of every default are in docs/cost-model.md.
+loading of user profiles. Peaks and bandwidths are not constants here: they come from
+`GpuSpec`; a profile only says which fraction of them real kernels achieve, so one fitted
+profile transfers to GPUs of the same architecture with other spec numbers. A profile
+calibrated on a local device (`calibration/fit.py`) also carries that device's measured spec
+(`device`), its compute dtype, the raw measurements and the held-back error of the fit.
+
+`content_hash()` covers everything that changes a prediction (the constants, `gpu`,
+`device`, `dtype_bytes`) and excludes provenance, `meta`, `measurements`, `fit_error` and
+`held_back_error`, so re-running a calibration that lands on the same constants keeps the hash.
+Sources of every default are in docs/cost-model.md and docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,6 +38,12 @@ DEFAULT_GEMM_TILES: tuple[tuple[int, int], ...] = (
 )
 
 
+# Fields that record where a profile came from but never change a prediction.
+PROVENANCE_FIELDS = frozenset(
+    {"provenance", "fit_error", "held_back_error", "meta", "measurements"}
+)
+
+
 class Profile(BaseModel):
     """Efficiencies and fixed overheads for one GPU type (see docs/cost-model.md)."""
 
@@ -41,6 +54,32 @@ class Profile(BaseModel):
     fit_error: dict[str, float] = Field(
         default_factory=dict,
         description="Fit quality, e.g. linear-layer MAPE per TP degree (fractions, not %).",
+    )
+    held_back_error: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "MAPE per benchmark on grid points held back from the fit (fractions, not %); "
+            "empty for profiles not calibrated by calibration/fit.py."
+        ),
+    )
+    meta: dict[str, str] = Field(
+        default_factory=dict,
+        description="Calibration facts: device name, torch version, host, date, quick/full.",
+    )
+    device: GpuSpec | None = Field(
+        default=None,
+        description=(
+            "Spec of the calibrated device (peak FLOP/s, memory, achieved bandwidths, cores "
+            "or SMs); a pool may use it as its GPU. None for the built-in GPU profiles, "
+            "whose specs come from the catalogue."
+        ),
+    )
+    dtype_bytes: int = Field(
+        default=2, gt=0,
+        description=(
+            "Bytes per element of the compute dtype the constants hold for (2 for BF16, "
+            "4 for a float32 CPU profile); the cost models use it unless told otherwise."
+        ),
     )
 
     # --- GEMM (linear layers): tile/wave quantization + weight streaming + launch ---
@@ -76,6 +115,35 @@ class Profile(BaseModel):
         default=256, gt=0,
         description="Smallest K slice of a split-K GEMM (skinny GEMMs split K to fill SMs).",
     )
+    gemm_gemv_max_rows: int = Field(
+        default=0, ge=0,
+        description=(
+            "GEMMs of at most this many token rows run as one matrix-vector product per row, "
+            "each streaming the whole weight matrix (a CPU BLAS's small-M path); 0: none "
+            "(GPU kernels run any M as one GEMM)."
+        ),
+    )
+    gemm_weight_passes: float = Field(
+        default=1.0, gt=0,
+        description=(
+            "Times a (non-GEMV) GEMM streams its weight matrix from memory: 1 on GPUs; a CPU "
+            "BLAS first packs the weights into a blocked copy (read, write, read again)."
+        ),
+    )
+
+    # --- caches (microbenchmarks only) ---
+    cache_bytes: float = Field(
+        default=0.0, ge=0,
+        description=(
+            "Effective last-level cache, bytes: a microbenchmark repeating one kernel on "
+            "operands that fit finds them in cache (engines never do: weights and KV caches "
+            "are far larger). 0: not modelled."
+        ),
+    )
+    cache_speedup: float = Field(
+        default=1.0, ge=1,
+        description="How many times faster memory streams run from that cache than from HBM.",
+    )
 
     # --- elementwise kernels: activation, norms, rotary, residual adds, embedding ---
     elementwise_hbm_efficiency: float = Field(
@@ -84,11 +152,95 @@ class Profile(BaseModel):
     elementwise_launch_s: float = Field(
         ge=0, description="Fixed per-kernel latency of an elementwise kernel, seconds."
     )
+    activation_hbm_efficiency: float | None = Field(
+        default=None, gt=0, le=1,
+        description=(
+            "Achieved fraction of HBM bandwidth of the MLP activation (SiLU(gate) * up); "
+            "None: elementwise_hbm_efficiency."
+        ),
+    )
+    activation_launch_s: float | None = Field(
+        default=None, ge=0,
+        description=(
+            "Fixed latency of the MLP activation, seconds (several ops when run eagerly); "
+            "None: elementwise_launch_s."
+        ),
+    )
+    norm_launch_s: float | None = Field(
+        default=None, ge=0,
+        description=(
+            "Fixed latency of one RMSNorm, seconds (several ops when run eagerly); None: "
+            "elementwise_launch_s."
+        ),
+    )
+    norm_hbm_efficiency: float | None = Field(
+        default=None, gt=0, le=1,
+        description=(
+            "Achieved fraction of HBM bandwidth of RMSNorm kernels (a reduction over the "
+            "hidden size before the scaled write); None: elementwise_hbm_efficiency."
+        ),
+    )
+    rotary_hbm_efficiency: float | None = Field(
+        default=None, gt=0, le=1,
+        description=(
+            "Achieved fraction of HBM bandwidth of the rotary-embedding kernel; None: "
+            "elementwise_hbm_efficiency."
+        ),
+    )
 
     # --- attention ---
     attention_flops_efficiency: float = Field(
         default=0.5, gt=0, le=1,
         description="Achieved fraction of BF16 peak of prefill attention (FlashAttention).",
+    )
+    attention_decode_flops_efficiency: float | None = Field(
+        default=None, gt=0, le=1,
+        description=(
+            "Achieved fraction of peak FLOP/s of decode attention (a few query rows per KV "
+            "head); None: attention_flops_efficiency."
+        ),
+    )
+    attention_q_block_tiers: tuple[tuple[int, int], ...] = Field(
+        default=((0, 1),), min_length=1,
+        description=(
+            "(from chunk tokens, query rows per block) of the prefill attention kernel: for "
+            "each query block a causal kernel computes every key block up to the block's last "
+            "row, masked or not. ((0, 1),) with attention_kv_block_tokens 1: the exact causal "
+            "half."
+        ),
+    )
+    attention_kv_block_tokens: int = Field(
+        default=1, gt=0,
+        description="Keys per block of the prefill attention kernel (see attention_q_block_tiers).",
+    )
+    attention_decode_hbm_efficiency: float | None = Field(
+        default=None, gt=0, le=1,
+        description=(
+            "Achieved fraction of HBM bandwidth when decode attention reads the KV cache; "
+            "None: the same as hbm_efficiency (the built-in profiles: no attention data)."
+        ),
+    )
+    attention_launch_s: float | None = Field(
+        default=None, ge=0,
+        description=(
+            "Fixed latency of one prefill attention call, seconds; None: the same as "
+            "kernel_launch_s."
+        ),
+    )
+    attention_decode_launch_s: float | None = Field(
+        default=None, ge=0,
+        description=(
+            "Fixed latency of one decode attention call, seconds; None: the same as "
+            "attention_launch_s."
+        ),
+    )
+    layer_overhead_s: float = Field(
+        default=0.0, ge=0,
+        description=(
+            "Fixed time per transformer layer beyond the modelled kernels (dispatch of the "
+            "small unfused ops of eager execution: views, KV append, residual adds), seconds; "
+            "0 on GPUs (fused kernels under CUDA graphs)."
+        ),
     )
 
     # --- communication ---
@@ -134,6 +286,35 @@ class Profile(BaseModel):
         description="Fixed part of a warm start from host memory (wake, re-map), seconds.",
     )
 
+    # --- environment sandboxes ---
+    sandbox_checkpoint_base_s: float = Field(
+        default=0.2, ge=0,
+        description=(
+            "Fixed part of checkpointing a sandbox (process state dump, snapshot set-up), "
+            "seconds."
+        ),
+    )
+    sandbox_checkpoint_bandwidth_bytes_per_s: float = Field(
+        default=5e8, gt=0,
+        description="Rate a sandbox's directory tree is snapshotted to local disk, B/s.",
+    )
+    sandbox_checkpoint_per_file_s: float = Field(
+        default=2e-5, ge=0,
+        description="Extra checkpoint time per file of the tree (create, open, close), seconds.",
+    )
+    sandbox_restore_base_s: float = Field(
+        default=0.1, ge=0,
+        description="Fixed part of restoring a sandbox from its checkpoint, seconds.",
+    )
+    sandbox_restore_bandwidth_bytes_per_s: float = Field(
+        default=1e9, gt=0,
+        description="Rate a sandbox's directory tree is restored from its snapshot, B/s.",
+    )
+    sandbox_restore_per_file_s: float = Field(
+        default=2e-5, ge=0,
+        description="Extra restore time per file of the tree (create, open, close), seconds.",
+    )
+
     # --- trainer ---
     train_mfu: float = Field(
         default=0.40, gt=0, le=1,
@@ -156,9 +337,64 @@ class Profile(BaseModel):
         description="HBM traffic of one Adam update per parameter (reads + writes), bytes.",
     )
 
+    # --- provenance (last: long) ---
+    measurements: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every raw measurement the constants were fitted to, verbatim.",
+    )
+
+    @property
+    def decode_attention_hbm_efficiency(self) -> float:
+        """attention_decode_hbm_efficiency, or hbm_efficiency when unset."""
+        e = self.attention_decode_hbm_efficiency
+        return self.hbm_efficiency if e is None else e
+
+    @property
+    def decode_attention_flops_efficiency(self) -> float:
+        """attention_decode_flops_efficiency, or attention_flops_efficiency when unset."""
+        e = self.attention_decode_flops_efficiency
+        return self.attention_flops_efficiency if e is None else e
+
+    def attention_q_block(self, tokens: int) -> int:
+        """Query rows per block of a prefill chunk of `tokens` tokens."""
+        rows = self.attention_q_block_tiers[0][1]
+        for start, block in self.attention_q_block_tiers:
+            if tokens >= start:
+                rows = block
+        return rows
+
+    @property
+    def attention_fixed_s(self) -> float:
+        """attention_launch_s, or kernel_launch_s when unset."""
+        t = self.attention_launch_s
+        return self.kernel_launch_s if t is None else t
+
+    @property
+    def decode_attention_fixed_s(self) -> float:
+        """attention_decode_launch_s, or attention_fixed_s when unset."""
+        t = self.attention_decode_launch_s
+        return self.attention_fixed_s if t is None else t
+
+    def sandbox_checkpoint_s(self, tree_bytes: float, files: int) -> float:
+        """Checkpoint a sandbox: fixed part + its tree's bytes and files."""
+        return (self.sandbox_checkpoint_base_s
+                + tree_bytes / self.sandbox_checkpoint_bandwidth_bytes_per_s
+                + files * self.sandbox_checkpoint_per_file_s)
+
+    def sandbox_restore_s(self, tree_bytes: float, files: int) -> float:
+        """Restore a sandbox from its checkpoint: fixed part + its tree's bytes and files."""
+        return (self.sandbox_restore_base_s
+                + tree_bytes / self.sandbox_restore_bandwidth_bytes_per_s
+                + files * self.sandbox_restore_per_file_s)
+
     def content_hash(self) -> str:
-        """sha256 of the canonical JSON of the constants (provenance and fit error excluded)."""
-        data = self.model_dump(mode="json", exclude={"provenance", "fit_error"})
+        """sha256 of the canonical JSON of everything that changes a prediction.
+
+        Covers the constants, `gpu`, `device` and `dtype_bytes`; excludes the provenance
+        fields (`PROVENANCE_FIELDS`: provenance, fit and held-back error, meta, raw
+        measurements), which describe where the constants came from.
+        """
+        data = self.model_dump(mode="json", exclude=set(PROVENANCE_FIELDS))
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -57,6 +57,7 @@ class TrainCost:
         recompute_activations: bool = True,
         micro_batch_tokens: int = 16384,
         seq_tokens: int = 4096,
+        dtype_bytes: int | None = None,
     ) -> None:
         for name, value in (("gpus", gpus), ("tp", tp), ("pp", pp), ("cp", cp),
                             ("micro_batch_tokens", micro_batch_tokens),
@@ -80,6 +81,11 @@ class TrainCost:
         self.recompute_activations = recompute_activations
         self.micro_batch_tokens = micro_batch_tokens
         self.seq_tokens = seq_tokens
+        # Bytes per element of the weights (the profile's compute dtype unless given): what a
+        # weight sync to the engines moves per parameter.
+        self.dtype_bytes = profile.dtype_bytes if dtype_bytes is None else dtype_bytes
+        if self.dtype_bytes <= 0:
+            raise ValueError(f"dtype_bytes must be > 0, got {self.dtype_bytes}")
         self._flops_per_s = profile.train_mfu * gpu.bf16_tflops * 1e12 * gpus
 
     # ----- FLOPs -----
@@ -142,6 +148,10 @@ class TrainCost:
                 self.profile.allreduce_bus_efficiency
             )
         return ring_reduce_scatter_s(size_bytes, group, bw, self.profile.allreduce_latency_s)
+
+    def weight_bytes(self) -> float:
+        """All parameters in the compute dtype (what a full weight sync moves)."""
+        return self.model.weight_bytes(self.dtype_bytes)
 
     def state_bytes_per_gpu(self) -> float:
         """Params + grads + Adam state (mixed precision), sharded over all GPUs (ZeRO-3)."""

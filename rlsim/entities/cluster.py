@@ -9,12 +9,11 @@ naming the field to change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import simpy
 
 from rlsim.config.errors import ScenarioError
-from rlsim.config.hardware import GpuSpec, ModelSpec
+from rlsim.config.hardware import ModelSpec
 from rlsim.config.placement import Placement, resolve_placement
 from rlsim.config.scenario import PoolConfig, Scenario
 from rlsim.cost.inference import InferenceCost
@@ -48,13 +47,14 @@ class Cluster:
     weight_bytes: float
 
 
-def _profile(scenario: Scenario, base_dir: Path, gpu: GpuSpec) -> Profile:
-    if scenario.profile is None:
-        return builtin_profile(gpu)
+def _profile(pool: PoolConfig, field: str) -> Profile:
+    """The pool's calibrated profile if it names one, else its GPU type's built-in one."""
+    if pool.profile is None:
+        return builtin_profile(pool.gpu_spec)
     try:
-        return load_profile(base_dir / scenario.profile)
+        return load_profile(pool.profile)
     except (OSError, ValueError) as err:
-        raise ScenarioError("profile", f"cannot use profile {scenario.profile!r}: {err}") from None
+        raise ScenarioError(field, f"cannot use profile {pool.profile!r}: {err}") from None
 
 
 def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,
@@ -74,14 +74,16 @@ def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profi
     return cost, kv
 
 
-def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
-                  recorder: Recorder) -> Cluster:
+def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder) -> Cluster:
     """Create every entity of the scenario; raises ScenarioError for impossible ones."""
     place = resolve_placement(scenario)
     model = scenario.model_spec
     r = scenario.rollout
     rpool, tpool = place.rollout_pool, place.train_pool
-    rprofile = _profile(scenario, base_dir, rpool.gpu_spec)
+    pool_index = {p.name: i for i, p in enumerate(scenario.pools)}
+    profiles = {p.name: _profile(p, f"pools.{pool_index[p.name]}.profile")
+                for p in scenario.pools}
+    rprofile = profiles[rpool.name]
     engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
                                    "rollout.tp")
     w = scenario.workload
@@ -97,7 +99,7 @@ def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
         for i in range(place.engines)
     ]
     t = scenario.train
-    tprofile = _profile(scenario, base_dir, tpool.gpu_spec)
+    tprofile = profiles[tpool.name]
     train_cost = TrainCost(model, tpool.gpu_spec, place.train_gpus, t.tp, t.pp, t.cp, tprofile,
                            t.recompute_activations, t.micro_batch_tokens)
     state = train_cost.state_bytes_per_gpu()
@@ -113,7 +115,7 @@ def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
         jpool = scenario.pool(jc.pool)
         jmodel = jc.model if isinstance(jc.model, ModelSpec) else _judge_model(jc.model)
         jcost, jkv = _engine_cost(jmodel, jpool, jc.tp, r.gpu_memory_utilization,
-                                  _profile(scenario, base_dir, jpool.gpu_spec),
+                                  profiles[jpool.name],
                                   "reward.judge.tp")
         judged = w.max_response_len + jc.prompt_overhead_tokens + jc.output_tokens
         if judged > jkv:
@@ -131,8 +133,11 @@ def build_cluster(scenario: Scenario, base_dir: Path, env: simpy.Environment,
     link = Link(env, "weight_sync", _sync_bandwidth(scenario, place, tprofile),
                 scenario.link.latency, recorder)
     for pool in scenario.pools:
+        prof = profiles[pool.name]
         recorder.instant("cluster", "pool", 0.0, pool=pool.name, gpu=pool.gpu_spec.name,
-                         gpus=pool.gpus, usd_per_gpu_hour=pool.price)
+                         gpus=pool.gpus, usd_per_gpu_hour=pool.price,
+                         profile=pool.profile or f"builtin:{prof.gpu}",
+                         profile_hash=prof.content_hash())
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
                    train_cost, reward, judges, link, model.weight_bytes())
 

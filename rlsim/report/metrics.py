@@ -76,6 +76,8 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         "faults": {"injected": len(faults), "recovered": len(recovered), "lost_work_s": lost},
         "goodput_samples_per_s": samples / sim_time if sim_time > 0 else 0.0,
         "slo_attainment": None,
+        "profiles": {name: {"source": p.get("profile"), "hash": p.get("profile_hash")}
+                     for name, p in sorted(pools.items())},
         "wall_s": wall_s,
         "events": events,
     }

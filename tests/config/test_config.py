@@ -124,3 +124,21 @@ def test_scenario_reference_doc_is_current():
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "scenario.md"
     assert doc.read_text() == markdown(), "regenerate: rlsim schema --markdown > docs/scenario.md"
+
+
+def test_pool_profile_with_device_becomes_the_pool_gpu(tmp_path):
+    import json
+
+    device = {"name": "local-cpu", "bf16_tflops": 0.2, "hbm": 24e9, "hbm_bandwidth": 10e9,
+              "nvlink_bandwidth": 5e9, "pcie_bandwidth": 10e9, "sm_count": 2,
+              "gpus_per_node": 1, "usd_per_gpu_hour": 0.0}
+    from rlsim.config.hardware import lookup_gpu
+    from rlsim.cost.profile import builtin_profile
+
+    base = json.loads(builtin_profile(lookup_gpu("H100")).model_dump_json())
+    base.update({"gpu": "local-cpu", "device": device})
+    (tmp_path / "cpu.json").write_text(json.dumps(base))
+    data = tiny(pools=[{"name": "cluster", "profile": "cpu.json", "nodes": 1}])
+    s, _ = scenario_from_dict(data, base_dir=tmp_path)
+    assert s.pools[0].gpu_spec.name == "local-cpu"
+    assert s.pools[0].profile == str((tmp_path / "cpu.json").resolve())

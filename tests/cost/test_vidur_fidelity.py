@@ -73,6 +73,7 @@ def test_shipped_profiles_are_the_fit_output() -> None:
         refit = fv.fit_profile(DATA, name)
         shipped = builtin_profile(lookup_gpu(name))
         for field in (*fv.GEMM_PARAM_NAMES, "elementwise_hbm_efficiency",
+                      "norm_hbm_efficiency", "rotary_hbm_efficiency",
                       "elementwise_launch_s", "allreduce_latency_s", "allreduce_bus_efficiency"):
             assert getattr(refit, field) == pytest.approx(getattr(shipped, field), rel=1e-3), field
         assert refit.gemm_tiles == shipped.gemm_tiles
