@@ -22,7 +22,7 @@ class ToyCost:
     p: float = 2e-5
 
     def step(self, decode_seqs: int, kv_tokens: int, prefill_tokens: int = 0,
-             prefill_context_tokens: int = 0) -> ToyStep:
+             prefill_context_tokens: int = 0, prefill_chunks=None) -> ToyStep:
         return ToyStep(self.a0 + self.a1 * decode_seqs + self.b * kv_tokens
                        + self.p * prefill_tokens)
 

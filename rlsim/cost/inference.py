@@ -16,6 +16,7 @@ which is what the calibration's layer and attention microbenchmarks measure; `st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rlsim.config.hardware import GpuSpec, ModelSpec
@@ -306,7 +307,8 @@ class InferenceCost:
         return self._attn_layer_fixed_s + max(t_flops, t_mem)
 
     def _layer_attention_s(
-        self, decode_seqs: int, kv_tokens: int, prefill_tokens: int, prefill_context_tokens: int
+        self, decode_seqs: int, kv_tokens: int, prefill_tokens: int, prefill_context_tokens: int,
+        prefill_chunks: Sequence[tuple[int, int]] | None = None,
     ) -> float:
         attention = 0.0
         if decode_seqs:
@@ -314,7 +316,14 @@ class InferenceCost:
                 self._attn_decode_layer_fixed_s
                 + kv_tokens * self._attn_decode_layer_s_per_token
             )
-        if prefill_tokens:
+        if prefill_chunks:
+            # Each sequence's chunk attends causally within itself and to its own context:
+            # pricing the chunks as one long sequence would count cross-sequence pairs.
+            # One varlen kernel serves them all, so its fixed cost is paid once.
+            fixed = self._attn_layer_fixed_s
+            attention += fixed + sum(self._layer_prefill_attention_s(tokens, context) - fixed
+                                     for tokens, context in prefill_chunks)
+        elif prefill_tokens:
             attention += self._layer_prefill_attention_s(prefill_tokens, prefill_context_tokens)
         return attention
 
@@ -369,16 +378,21 @@ class InferenceCost:
         kv_tokens: int,
         prefill_tokens: int = 0,
         prefill_context_tokens: int = 0,
+        prefill_chunks: Sequence[tuple[int, int]] | None = None,
     ) -> StepCost:
         """One iteration: `decode_seqs` decodes reading `kv_tokens` KV tokens in total, plus
-        `prefill_tokens` prompt tokens attending to `prefill_context_tokens` each."""
+        `prefill_tokens` prompt tokens attending to `prefill_context_tokens` each. When the
+        prompt tokens belong to several sequences, `prefill_chunks` lists each one's
+        (tokens, context tokens) and prices their attention separately."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
+        if prefill_chunks is not None and sum(t for t, _ in prefill_chunks) != prefill_tokens:
+            raise ValueError("prefill_chunks must add up to prefill_tokens")
         m = decode_seqs + prefill_tokens
         if m == 0:
             return _ZERO
         linear, other, comm = self._dense(m)
         attention = self._layers * self._layer_attention_s(
-            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens
+            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens, prefill_chunks
         )
         if decode_seqs:
             other += self._lm_head_s(decode_seqs)

@@ -21,7 +21,7 @@ import contextlib
 import heapq
 import math
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,7 +39,8 @@ class EngineCost(Protocol):
     """The slice of `rlsim.cost.InferenceCost` the engine uses."""
 
     def step(self, decode_seqs: int, kv_tokens: int, prefill_tokens: int = 0,
-             prefill_context_tokens: int = 0) -> _StepCost: ...
+             prefill_context_tokens: int = 0,
+             prefill_chunks: Sequence[tuple[int, int]] | None = None) -> _StepCost: ...
 
     def decode_affine(self, batch: int) -> tuple[float, float]: ...
 
@@ -311,7 +312,7 @@ class RolloutEngine:
         kv_dec = self._kv_const + bsz * self.clock
         budget = self.max_batched - bsz
         chunk_total = 0
-        ctx_weighted = 0
+        chunks: list[tuple[int, int]] = []
         completed: list[Request] = []
         for r in self.prefilling.values():
             if budget <= 0:
@@ -319,13 +320,12 @@ class RolloutEngine:
             take = min(r._prefill_left, budget)
             budget -= take
             chunk_total += take
-            ctx_weighted += take * r._prefill_done
+            chunks.append((take, r._prefill_done))
             r._prefill_left -= take
             r._prefill_done += take
             if r._prefill_left == 0:
                 completed.append(r)
-        ctx = ctx_weighted // chunk_total if chunk_total else 0
-        cost = self.cost.step(bsz, kv_dec, chunk_total, ctx).total_s
+        cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s
         self.clock += 1
         self.iterations += 1
         for r in completed:

@@ -183,3 +183,20 @@ def test_custom_gpu_uses_generic_profile() -> None:
     assert prof.gpu == "generic"
     cost = InferenceCost(lookup_model("qwen2.5-7b"), gpu, 1, prof)
     assert 0 < cost.step(64, 64_000).total_s < 0.1
+
+
+def test_prefill_chunks_price_each_sequence_separately():
+    from rlsim.config.hardware import lookup_gpu, lookup_model
+    from rlsim.cost.inference import InferenceCost
+    from rlsim.cost.profile import builtin_profile
+
+    gpu = lookup_gpu("H100")
+    cost = InferenceCost(lookup_model("qwen2.5-7b"), gpu, 1, builtin_profile(gpu))
+    one_seq = cost.step(0, 0, 64 * 128)
+    chunks = cost.step(0, 0, 64 * 128, 0, [(128, 0)] * 64)
+    # same linear work, far less attention: 64 short causal squares, not one long one
+    assert chunks.linear_s == one_seq.linear_s
+    assert chunks.attention_s < one_seq.attention_s / 2
+    # one varlen kernel: more than one 128-token prefill, less than 64 separate launches
+    single = cost.step(0, 0, 128).attention_s
+    assert single < chunks.attention_s < 64 * single

@@ -62,7 +62,7 @@ def test_fixed_lengths_match_closed_form(which, toy_cost):
     _env, _eng, out, _ = _run(cost, [(p, o)] * n, probe=False)
     # One prefill iteration of all prompts, then o-1 decode iterations of the whole batch,
     # each priced by the cost model's per-iteration step() (not the engine's closed form).
-    expect = cost.step(0, 0, n * p).total_s
+    expect = cost.step(0, 0, n * p, 0, [(p, 0)] * n).total_s
     for i in range(o - 1):
         expect += cost.step(n, n * (p + 1) + i * n).total_s
     assert len(out) == n
