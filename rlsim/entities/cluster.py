@@ -66,7 +66,7 @@ def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profi
         raise ScenarioError(field, str(err)) from None
     kv = cost.kv_capacity_tokens(util)
     if kv <= 0:
-        per_gpu = model.weight_bytes() / tp / GIB
+        per_gpu = cost.weight_bytes_per_gpu() / GIB
         raise ScenarioError(
             field, f"{model.name} does not fit: {per_gpu:.1f} GiB of weights per GPU at TP {tp} "
             f"on {gpu.name} ({gpu.hbm / GIB:.0f} GiB x {util} usable) leaves no KV cache; "
