@@ -170,9 +170,11 @@ class Phases:
             yield self.env.timeout(cost.weight_reload_s())
             yield trainer.reload()
         else:
-            # The trainer's state goes back to host memory; the engines get their weights
+            # The trainer's state goes back to host memory and the engines wake up (KV cache
+            # and runtime re-allocated: the fixed part of a warm start); their weights come
             # from the weight sync that follows, so nothing else moves over PCIe.
             yield trainer.offload()
+            yield self.env.timeout(cost.profile.engine_warm_start_base_s)
 
     def step_span(self, step: int, t0: float, **attrs: Any) -> None:
         self.rec.span(CONTROLLER, "step", t0, self.env.now, step=step, **attrs)
