@@ -82,7 +82,7 @@ CUDA_ATTENTION_KV_BLOCK = 64
 
 GEMM_FIT_NAMES = ("hbm_efficiency", "kernel_launch_s", "gemm_overlap_exponent",
                   "gemm_peak_efficiency", "gemm_tile_overhead_elems", "gemm_weight_passes",
-                  "cache_bytes", "cache_speedup")
+                  "cache_bytes", "cache_speedup", "gemm_pack_row_elems")
 ATTENTION_FIT_NAMES = ("attention_launch_s", "attention_decode_launch_s",
                        "attention_flops_efficiency", "attention_decode_flops_efficiency",
                        "attention_decode_hbm_efficiency")
@@ -91,7 +91,8 @@ ATTENTION_FIT_NAMES = ("attention_launch_s", "attention_decode_launch_s",
 GEMM_FIT_BOUNDS = {"hbm_efficiency": (0.05, 20.0), "kernel_launch_s": (0.0, 1e-3),
                    "gemm_overlap_exponent": (1.0, 20.0), "gemm_peak_efficiency": (0.05, 20.0),
                    "gemm_tile_overhead_elems": (0.0, 500.0), "gemm_weight_passes": (0.5, 10.0),
-                   "cache_bytes": (0.0, np.inf), "cache_speedup": (1.0, 20.0)}
+                   "cache_bytes": (0.0, np.inf), "cache_speedup": (1.0, 20.0),
+                   "gemm_pack_row_elems": (0.0, 1e5)}
 ATTENTION_FIT_BOUNDS = {"attention_launch_s": (0.0, 1.0), "attention_decode_launch_s": (0.0, 1.0),
                         "attention_flops_efficiency": (1e-3, 100.0),
                         "attention_decode_flops_efficiency": (1e-3, 100.0),
@@ -432,7 +433,12 @@ class _Fit:
             self.consts["elementwise_launch_s"] = self.consts[names[n]]
 
     def gemm(self) -> None:
-        """GEMM constants, the GEMV row limit and the cache law, on the GEMM grid."""
+        """GEMM constants, the GEMV row limit and the cache law, on the GEMM grid.
+
+        On a CPU the blocked (non-GEMV) path's weight cost is split between whole weight
+        passes (`gemm_weight_passes`) and a fixed packing cost per weight row
+        (`gemm_pack_row_elems`, independent of K): the data decide how much of each.
+        """
         pts = self.train("gemm")
         if len(pts) < 5:
             self.notes.append("fewer than 5 GEMM points: GEMM constants are defaults")
@@ -443,7 +449,9 @@ class _Fit:
             self.consts["gemm_tiles"] = CPU_GEMM_TILES
             self.consts["gemm_splitk_min_k"] = CPU_SPLITK_MIN_K
             gemv_candidates = CPU_GEMV_ROW_CANDIDATES
-        names = GEMM_FIT_NAMES
+        # GPU GEMMs read the weights in place: no per-row packing cost to fit (it stays 0).
+        names = tuple(k for k in GEMM_FIT_NAMES
+                      if not (self.is_cuda and k == "gemm_pack_row_elems"))
         y = np.array([m.median_s for m in pts])
         device = self.device()
         ws = [(m.params["k"] * m.params["n"] + m.params["m"] * (m.params["k"] + m.params["n"]))
@@ -452,9 +460,15 @@ class _Fit:
         launch0 = float(np.min(y)) / 4
         lower = [GEMM_FIT_BOUNDS[k][0] for k in names]
         upper = [GEMM_FIT_BOUNDS[k][1] if k != "cache_bytes" else 2.0 * ws_max for k in names]
-        x0 = [1.0, launch0, 2.0, 1.0, 10.0, 1.0, ws_max / 8, 2.0]
-        starts = [[1.0, launch0, 1.2, 1.0, 5.0, 3.0, ws_max / 4, 3.0],
-                  [0.7, launch0, 4.0, 1.2, 40.0, 1.0, ws_max / 2, 1.5]]
+        # Starts in GEMM_FIT_NAMES order; the last value (gemm_pack_row_elems) is dropped on
+        # CUDA. The third start puts the blocked path's weight cost in the per-row packing.
+        x0 = [1.0, launch0, 2.0, 1.0, 10.0, 1.0, ws_max / 8, 2.0, 0.0][:len(names)]
+        starts = [s[:len(names)] for s in (
+            [1.0, launch0, 1.2, 1.0, 5.0, 3.0, ws_max / 4, 3.0, 0.0],
+            [0.7, launch0, 4.0, 1.2, 40.0, 1.0, ws_max / 2, 1.5, 0.0],
+            [1.0, launch0, 1.2, 1.0, 5.0, 1.0, ws_max / 4, 3.0, 2000.0])]
+        if self.is_cuda:
+            starts = starts[:2]
         best: tuple[float, int, Array] | None = None
         for rows in gemv_candidates:
             def fn(x: Array, rows: int = rows) -> Array:

@@ -14,7 +14,9 @@ Owns the shape-dependent GEMM model that the inference and training costs build 
 - The kernel picks the fastest tile, as the library heuristics try to.
 - CPU BLAS structure (profile constants, neutral on GPUs): GEMMs of at most
   `gemm_gemv_max_rows` rows run as one GEMV per row, each streaming all weights; larger ones
-  stream the weights `gemm_weight_passes` times (packing into a blocked copy first).
+  stream the weights `gemm_weight_passes` times (packing into a blocked copy first) plus
+  `gemm_pack_row_elems` elements per weight row (output column), a fixed cost of packing each
+  row whatever its length K: short rows (small K) cost more per weight element.
 - `warm_cache=True` is for microbenchmarks that repeat one kernel on the same operands: the
   part of the working set that fits in `cache_bytes` streams `cache_speedup` times faster
   (`stream_factor`). The simulator never passes it: a model's weights and KV cache do not
@@ -54,8 +56,8 @@ def stream_factor(working_set_bytes: float, profile: Profile) -> float:
 class GemmModel:
     """Time of one GEMM (M x K) @ (K x N) on one GPU, with constants bound at construction."""
 
-    __slots__ = ("_bw", "_d", "_gemv_rows", "_kmin", "_launch", "_p", "_passes", "_profile",
-                 "_sms", "_tiles")
+    __slots__ = ("_bw", "_d", "_gemv_rows", "_kmin", "_launch", "_p", "_pack_row", "_passes",
+                 "_profile", "_sms", "_tiles")
 
     def __init__(self, gpu: GpuSpec, profile: Profile, dtype_bytes: int | None = None) -> None:
         if dtype_bytes is None:
@@ -70,6 +72,7 @@ class GemmModel:
         self._kmin = profile.gemm_splitk_min_k
         self._gemv_rows = profile.gemm_gemv_max_rows
         self._passes = profile.gemm_weight_passes
+        self._pack_row = profile.gemm_pack_row_elems
         self._d = dtype_bytes
         self._profile = profile
         tiles = []
@@ -91,10 +94,14 @@ class GemmModel:
         if m <= self._gemv_rows:
             # One GEMV per row, each streaming all weights once.
             return m * self._tiled(1, n, k, 1.0, bw) + self._launch
-        return self._tiled(m, n, k, self._passes, bw) + self._launch
+        return self._tiled(m, n, k, self._passes, bw, self._pack_row) + self._launch
 
-    def _tiled(self, m: int, n: int, k: int, passes: float, bw: float) -> float:
-        t_mem = (passes * k * n + m * k + m * n) / bw
+    def _tiled(self, m: int, n: int, k: int, passes: float, bw: float,
+               pack_row: float = 0.0) -> float:
+        if pack_row:
+            t_mem = (passes * k * n + pack_row * n + m * k + m * n) / bw
+        else:
+            t_mem = (passes * k * n + m * k + m * n) / bw
         p = self._p
         mem_p = t_mem**p
         sms = self._sms

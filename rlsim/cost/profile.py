@@ -130,6 +130,15 @@ class Profile(BaseModel):
             "BLAS first packs the weights into a blocked copy (read, write, read again)."
         ),
     )
+    gemm_pack_row_elems: float = Field(
+        default=0.0, ge=0,
+        description=(
+            "Fixed cost of packing one weight row (one output column) in a non-GEMV GEMM, in "
+            "elements streamed at the weight bandwidth, independent of K: a CPU BLAS gathers "
+            "each weight row into its blocked copy separately, so short rows (small K) cost "
+            "more per element; 0 on GPUs (no packing)."
+        ),
+    )
 
     # --- caches (microbenchmarks only) ---
     cache_bytes: float = Field(

@@ -1,5 +1,6 @@
 """The cost-model pieces calibration needs: per-layer costs, the profile's dtype, the CPU BLAS
-structure (GEMV rows, weight passes), warm caches, block-causal attention, sandboxes."""
+structure (GEMV rows, weight passes, per-row packing), warm caches, block-causal attention,
+sandboxes."""
 
 from __future__ import annotations
 
@@ -79,6 +80,25 @@ def test_weight_passes_scale_the_weight_stream() -> None:
     # A memory-bound GEMM (weights >> activations) takes about 3x as long.
     ratio = (g3.time_s(16, 8192, 8192) - 5e-6) / (g1.time_s(16, 8192, 8192) - 5e-6)
     assert 2.5 < ratio <= 3.0
+
+
+def test_pack_row_cost_is_per_weight_row_and_spares_gemv_rows() -> None:
+    # Neutral by default (every built-in GPU profile): exactly the same times.
+    assert PROF.gemm_pack_row_elems == 0.0
+    zero = GemmModel(H100, _cpu_like(gemm_pack_row_elems=0.0))
+    base = GemmModel(H100, _cpu_like())
+    assert zero.time_s(16, 8192, 8192) == base.time_s(16, 8192, 8192)
+    # A memory-bound blocked GEMM pays `gemm_pack_row_elems` extra elements per weight row
+    # (output column), whatever K: short rows cost more per element than long ones.
+    prof = _cpu_like(gemm_pack_row_elems=4096.0, gemm_gemv_max_rows=3, gemm_overlap_exponent=50.0)
+    packed, plain = GemmModel(H100, prof), GemmModel(H100, prof.model_copy(
+        update={"gemm_pack_row_elems": 0.0}))
+    for n, k in ((8192, 1024), (8192, 8192)):
+        extra = packed.time_s(16, n, k) - plain.time_s(16, n, k)
+        assert extra == pytest.approx(4096.0 * n * prof.dtype_bytes
+                                      / (H100.hbm_bandwidth * prof.hbm_efficiency), rel=0.05)
+    # GEMV rows stream the weights as they are: no packing.
+    assert packed.time_s(3, 8192, 1024) == plain.time_s(3, 8192, 1024)
 
 
 def test_warm_cache_only_helps_what_fits() -> None:
