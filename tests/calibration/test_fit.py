@@ -286,3 +286,14 @@ def test_docs_table_is_the_fit_of_the_checked_in_data(
     _, _, report = cpu
     assert fit_report_markdown(report) in DOCS.read_text(), \
         "regenerate docs/calibration.md section 3 with fit_report_markdown"
+
+
+def test_checked_in_builtin_profiles_match_package_data() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    shipped = sorted((root / "rlsim" / "cost" / "profiles").glob("*.json"))
+    assert shipped
+    for path in shipped:
+        copy = root / "calibration" / "profiles" / f"builtin-{path.name}"
+        assert copy.read_bytes() == path.read_bytes(), f"refresh {copy} from {path}"

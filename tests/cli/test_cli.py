@@ -125,3 +125,26 @@ def test_summary_identical_across_processes(tmp_path):
         summary.pop("wall_s")
         outs.append(json.dumps(summary, sort_keys=True))
     assert outs[0] == outs[1]
+
+
+def test_quickstart_on_the_calibrated_cpu_profile(monkeypatch, capsys):
+    # The calibrated CPU "device" is this 2-core, 24 GB machine in float32: the quickstart's
+    # Qwen2.5-7B (28 GiB of fp32 weights per device) does not fit and says so; with a model
+    # that fits, the quickstart runs and records the profile's hash.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    quickstart = str(root / "scenarios" / "quickstart.yaml")
+    profile = str(root / "calibration" / "profiles" / "cpu.json")
+    code, _, err = run_cli(["run", quickstart, "--set", f"pools.cluster.profile={profile}"],
+                           monkeypatch, capsys)
+    assert code == 2 and "does not fit" in err and len(err.strip().splitlines()) == 1
+    code, out, _ = run_cli(["run", quickstart, "--json", "--set",
+                            f"pools.cluster.profile={profile},model=qwen2.5-0.5b,steps=1"],
+                           monkeypatch, capsys)
+    assert code == 0
+    summary = json.loads(out)
+    from rlsim.cost.profile import load_profile
+
+    assert summary["profiles"]["cluster"]["hash"] == load_profile(profile).content_hash()
+    assert summary["profiles"]["cluster"]["source"].endswith("cpu.json")
