@@ -30,9 +30,6 @@ from rlsim.trace import Recorder
 from rlsim.trace.sinks import write_parquet
 from rlsim.workload import Workload
 
-WALL_FIELDS = ("wall_s",)
-
-
 @dataclass
 class RunResult:
     """One simulated run: its scenario, records and summary."""

@@ -134,7 +134,7 @@ def run(
     from rlsim.api import write_run
 
     path = scenario or _default_scenario()
-    result = _run_one(path, _overrides(set_), result_label(path), True)
+    result = _run_one(path, _overrides(set_), path.stem, True)
     if out is not None:
         write_run(result, out)
     if as_json:
@@ -144,10 +144,6 @@ def run(
     if out is not None:
         typer.echo(f"\nwrote {out}/ (summary.json, records.parquet, trace.json, "
                    "scenario.resolved.yaml)")
-
-
-def result_label(path: Path) -> str:
-    return path.stem
 
 
 @app.command()
