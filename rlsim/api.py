@@ -30,6 +30,7 @@ from rlsim.trace import Recorder
 from rlsim.trace.sinks import write_parquet
 from rlsim.workload import Workload
 
+
 @dataclass
 class RunResult:
     """One simulated run: its scenario, records and summary."""
