@@ -33,6 +33,7 @@ DIMS = {"hidden", "heads", "kv_heads", "head_dim", "ffn"}
 # bench -> (tiny grid, the params keys the fitting code relies on)
 CONTRACT: dict[str, tuple[list[common.Point], set[str]]] = {
     "gemm": ([{"m": 1, "n": 32, "k": 48}, {"m": 16, "n": 32, "k": 48}], {"m", "n", "k", "dtype"}),
+    "gemm_dtype": ([{"m": 4, "n": 32, "k": 48, "dtype": "bfloat16"}], {"m", "n", "k", "dtype"}),
     "elementwise": ([{"size_bytes": 8192, "op": op} for op in elementwise.OPS],
                     {"size_bytes", "op"}),
     "memcpy": ([{"size_bytes": 1 << 16}, {"size_bytes": 1 << 18}], {"size_bytes"}),
@@ -46,7 +47,7 @@ CONTRACT: dict[str, tuple[list[common.Point], set[str]]] = {
     "sandbox_checkpoint": ([{"tree_bytes": 1 << 14, "files": 4}], {"tree_bytes", "files"}),
     "sandbox_restore": ([{"tree_bytes": 1 << 14, "files": 4}], {"tree_bytes", "files"}),
 }
-FAMILY = {"gemm": gemm, "elementwise": elementwise, "memcpy": memcpy,
+FAMILY = {"gemm": gemm, "gemm_dtype": gemm, "elementwise": elementwise, "memcpy": memcpy,
           "attention_decode": attention, "attention_prefill": attention,
           "layer_decode": layer, "layer_prefill": layer, "warm_reload": engine_start,
           "sandbox_checkpoint": sandbox, "sandbox_restore": sandbox}
@@ -117,7 +118,7 @@ def test_gemm_time_grows_with_m(tiny: None, monkeypatch: pytest.MonkeyPatch) -> 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        small, large = gemm.run("cpu", True)
+        small, large = gemm.run("cpu", True, benches=("gemm",))
     finally:
         torch.set_num_threads(threads)
     assert large.median_s > 3 * small.median_s  # 16x the flops; compute bound at this size
@@ -196,7 +197,7 @@ def test_measure_collects_a_set(tiny: None) -> None:
     result = measure("cpu", quick=True, only=["gemm", "attention", "sandbox_restore"],
                      progress=lambda b, d, n: seen.add(b))
     assert {m.bench for m in result.measurements} == {
-        "gemm", "attention_decode", "attention_prefill", "sandbox_restore"}
+        "gemm", "gemm_dtype", "attention_decode", "attention_prefill", "sandbox_restore"}
     assert seen == {m.bench for m in result.measurements}
     info = result.device
     assert (info.kind, info.dtype, info.torch_version) == ("cpu", "float32", torch.__version__)
@@ -215,7 +216,7 @@ def test_device_and_selection_errors() -> None:
         selected(["gemm", "nonsense"])
     assert selected(["layer_prefill", "memcpy"]) == {"memcpy": ("memcpy",),
                                                      "layer": ("layer_prefill",)}
-    assert len(set(BENCHES)) == len(BENCHES) == 16
+    assert len(set(BENCHES)) == len(BENCHES) == 17
 
 
 # --- sandbox checkpoint/restore round trip --------------------------------------------------
@@ -288,3 +289,10 @@ def test_contended_points_are_retried_and_the_fastest_kept(monkeypatch: pytest.M
     medians = iter([3e-3, 1e-3])
     point = common.timed_point("gemm", {"m": 1}, lambda: None, "cpu", quick=True)
     assert point.median_s == 3e-3  # no allowance left: the first attempt stands
+
+
+def test_gemm_dtype_sweeps_the_other_dtypes() -> None:
+    cpu = {p["dtype"] for p in gemm.dtype_grid("cpu", True)}
+    cuda = {p["dtype"] for p in gemm.dtype_grid("cuda", False)}
+    assert cpu == {"bfloat16"}  # the CPU serves in float32; no fp16 GEMM path there
+    assert cuda == {"float32", "float16"}  # a GPU serves in bfloat16
