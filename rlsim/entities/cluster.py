@@ -139,7 +139,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                          profile=pool.profile or f"builtin:{prof.gpu}",
                          profile_hash=prof.content_hash())
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
-                   train_cost, reward, judges, link, model.weight_bytes())
+                   train_cost, reward, judges, link, train_cost.weight_bytes())
 
 
 def _judge_model(name: str) -> ModelSpec:

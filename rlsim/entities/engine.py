@@ -116,7 +116,6 @@ class RolloutEngine:
         self._kv_const = 0  # sum over decoding of (context at join - clock at join)
         self._kv_prefill = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
         self._order = 0
-        self._affine: dict[int, tuple[float, float]] = {}
         self._watermark = max(kv_capacity_tokens // 100, max_running_seqs)
         # Segment in flight: decode iterations after the head, its start and coefficients.
         self._seg_t0 = 0.0
@@ -221,12 +220,6 @@ class RolloutEngine:
             return
         self._interrupt_pending = True
         self.process.interrupt("batch change")
-
-    def _coeffs(self, batch: int) -> tuple[float, float]:
-        ab = self._affine.get(batch)
-        if ab is None:
-            ab = self._affine[batch] = self.cost.decode_affine(batch)
-        return ab
 
     def _decode_time(self, n: int) -> float:
         """Time of the first n decode iterations of the current segment (closed form)."""
@@ -369,7 +362,7 @@ class RolloutEngine:
             dt = self.cost.step(bsz, k0).total_s
             self._seg_a, self._seg_b = dt, 0.0
             return head_s + dt
-        a, b = self._coeffs(bsz)
+        a, b = self.cost.decode_affine(bsz)  # the cost model caches by batch size
         self._set_segment(head_s, n, a, b, k0, bsz)
         return head_s + self._decode_time(n)
 

@@ -20,9 +20,8 @@ from rlsim.config.streams import rng
 from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request
+from rlsim.trace import CONTROLLER
 from rlsim.workload import PromptGroup
-
-CONTROLLER = "controller"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from rlsim.trace import Recorder
+from rlsim.trace import CONTROLLER, Recorder
 
 PHASES = ("gen", "env", "reward", "ref", "train", "weight_sync", "switch", "recovery")
-CONTROLLER = "controller"
 
 
 def _stats(values: list[float]) -> dict[str, float]:

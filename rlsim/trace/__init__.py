@@ -1,5 +1,5 @@
 """The one record stream: Span, Instant and Counter records, the Recorder, and sinks."""
 
-from rlsim.trace.records import Counter, Instant, Record, Recorder, Span
+from rlsim.trace.records import CONTROLLER, Counter, Instant, Record, Recorder, Span
 
-__all__ = ["Counter", "Instant", "Record", "Recorder", "Span"]
+__all__ = ["CONTROLLER", "Counter", "Instant", "Record", "Recorder", "Span"]

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+CONTROLLER = "controller"
+"""The track of the single controller: phase spans and one `step` span per training step."""
+
 
 class Span(NamedTuple):
     """Something that took time on a track: [t0, t1] seconds."""
