@@ -50,11 +50,14 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     cluster = build_cluster(scenario, env, recorder)
     try:
         workload = Workload(scenario.workload, stream(scenario.seed, "workload"), base)
+    except ScenarioError:
+        raise  # recorded rollouts that do not match the scenario name their own field
     except FileNotFoundError as err:
         field = "workload.trace.path" if scenario.workload.trace is not None else "workload"
         raise ScenarioError(field, str(err)) from None
     except ValueError as err:
         raise ScenarioError("workload", str(err)) from None
+    _check_recorded(scenario, workload, cluster.engines[0].kv_capacity)
     phases = Phases(cluster, progress)
     policy, _ = POLICIES[scenario.policy.name]
     controller = env.process(policy(phases, workload))
@@ -63,6 +66,23 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     events = next(env._eid) if hasattr(env, "_eid") else 0
     summary = summarize(recorder, time.perf_counter() - wall0, events)
     return RunResult(scenario, recorder, summary)
+
+
+def _check_recorded(scenario: Scenario, workload: Workload, kv_capacity: int) -> None:
+    """Recorded rollouts must cover the run's steps, and their longest multi-turn context
+    must fit one engine's KV cache (single-turn lengths are bounded by the caps already)."""
+    recorded = workload.recorded_steps
+    if recorded is None:
+        return
+    if scenario.steps > recorded:
+        raise ScenarioError("steps", f"the recorded rollouts have {recorded} steps but steps is "
+                            f"{scenario.steps}; set steps to at most {recorded}")
+    longest = workload.longest_sequence_tokens(scenario.steps) or 0
+    if longest > kv_capacity:
+        raise ScenarioError(
+            "rollout.tp", f"a recorded multi-turn sample reaches {longest} tokens of context "
+            f"(prompt + turns + observations), more than an engine's KV cache ({kv_capacity} "
+            "tokens); raise rollout.tp or gpu_memory_utilization")
 
 
 def simulate_file(path: str | Path, overrides: list[str] | None = None,

@@ -1,9 +1,9 @@
 """The scenario schema: one frozen pydantic model describing a whole RL job.
 
-Owns the shape of a scenario file (pools, rollout engines, trainer, rewards, workload,
-policy, links) with help text on every field, and the cross-field checks that need no cost
-model (pool names, TP against node size, placement). Checks that need a cost model (does
-the model fit in GPU memory) live in `rlsim.config.resolve`.
+Owns the shape of a scenario file (pools, rollout engines, trainer, rewards, environment
+workers, workload, policy, links) with help text on every field, and the cross-field checks
+that need no cost model (pool names, TP against node size, placement). Checks that need a
+cost model (does the model fit in GPU memory) live in `rlsim.entities.cluster`.
 """
 
 from __future__ import annotations
@@ -175,6 +175,16 @@ class RewardConfig(_Frozen):
         return self
 
 
+class EnvConfig(_Frozen):
+    """Environment workers that run the steps between the turns of multi-turn rollouts."""
+
+    workers: int = Field(
+        default=64, gt=0,
+        description="Parallel environment workers (sandbox containers); an environment step "
+        "waits for a free one.",
+    )
+
+
 class LinkConfig(_Frozen):
     """The network between the train and rollout pools (weight sync path)."""
 
@@ -225,6 +235,10 @@ class Scenario(_Frozen):
     rollout: RolloutConfig = Field(description="Rollout engines.")
     train: TrainConfig = Field(description="Trainer.")
     reward: RewardConfig = Field(default=RewardConfig(), description="Reward computation.")
+    env: EnvConfig = Field(
+        default=EnvConfig(),
+        description="Environment workers for the environment steps of multi-turn rollouts.",
+    )
     workload: WorkloadConfig = Field(description="Prompts and lengths.")
     policy: PolicyConfig = Field(default=PolicyConfig(), description="Scheduling policy.")
     link: LinkConfig = Field(default=LinkConfig(), description="Train->rollout network.")

@@ -1,10 +1,11 @@
 """The workload schema: how many prompts a step has, and how long prompts and responses are.
 
-Owns the length distributions (a discriminated union on `dist`), the PolyTrace replay
-settings and `WorkloadConfig`. Validation only checks shapes and ranges; it reads no file
-(empirical `path` and trace `path` are resolved and read by `rlsim.workload`, relative to
-the scenario file's directory). How the fields are turned into lengths (the Gaussian copula
-that correlates the responses of one prompt) is documented in docs/workload.md.
+Owns the length distributions (a discriminated union on `dist`), the trace replay settings
+(PolyTrace lengths or recorded rollouts) and `WorkloadConfig`. Validation only checks shapes
+and ranges; it reads no file (empirical `path` and trace `path` are resolved and read by
+`rlsim.workload`, relative to the scenario file's directory). How the fields are turned into
+lengths (the Gaussian copula that correlates the responses of one prompt) is documented in
+docs/workload.md.
 """
 
 from __future__ import annotations
@@ -138,23 +139,39 @@ class TraceConfig(_Frozen):
     """Replay of measured prompt and response lengths instead of the distributions."""
 
     path: Path = Field(
-        description="A PolyTrace directory (its packed_lengths_step_*.jsonl files are read in "
-        "step order) or one packed_lengths_step_*.jsonl file; relative paths are resolved "
-        "against the scenario file's directory."
+        description="polytrace: a PolyTrace directory (its packed_lengths_step_*.jsonl files "
+        "are read in step order) or one packed_lengths_step_*.jsonl file; rollouts: one "
+        ".jsonl file of recorded rollouts. Relative paths are resolved against the scenario "
+        "file's directory."
     )
-    format: Literal["polytrace"] = Field(
-        default="polytrace", description="Trace format: polytrace packed lengths (JSON lines)."
+    format: Literal["polytrace", "rollouts"] = Field(
+        default="polytrace",
+        description="Trace format: polytrace packed lengths (JSON lines), or rollouts: the "
+        "per-sample, possibly multi-turn rollouts of a live run with measured environment-step "
+        "and reward latencies (JSON lines, one prompt group per line; docs/workload.md). "
+        "Rollouts replay step k's recorded groups at step k.",
     )
     order: Literal["sequential", "shuffle"] = Field(
         default="sequential",
         description="sequential: prompts in file order, files in step order, cycling; "
-        "shuffle: each prompt drawn with replacement from the pooled trace by the workload RNG.",
+        "shuffle: each prompt drawn with replacement from the pooled trace by the workload RNG. "
+        "Rollouts are always replayed step by step (sequential).",
     )
     scale_response: float = Field(
         default=1.0, gt=0,
-        description="Multiplier on every replayed response length (before the cap), for "
-        "what-if studies such as a model that reasons twice as long.",
+        description="Multiplier on every replayed response length (before the cap; each "
+        "turn's response for rollouts), for what-if studies such as a model that reasons "
+        "twice as long.",
     )
+
+    @model_validator(mode="after")
+    def _rollouts_replay_in_order(self) -> TraceConfig:
+        if self.format == "rollouts" and self.order != "sequential":
+            raise ValueError(
+                "rollouts replay each step's recorded groups at that step; drop `order` "
+                "(shuffle is for polytrace)"
+            )
+        return self
 
 
 # Defaults below are documented choices (docs/workload.md), measured on the PolyTrace data:
@@ -203,7 +220,8 @@ class WorkloadConfig(_Frozen):
         default=None,
         description="Replay a measured trace: prompt and response lengths come from it and "
         "prompt_len/response_len are ignored. Each trace prompt must have at least "
-        "samples_per_prompt responses; the first samples_per_prompt are used.",
+        "samples_per_prompt responses; the first samples_per_prompt are used. For rollouts, "
+        "every recorded step must have exactly prompts_per_step groups.",
     )
 
     @model_validator(mode="after")

@@ -143,6 +143,8 @@ class InferenceCost:
         self._rope = ElementwiseModel(gpu, profile, profile.rotary_hbm_efficiency)
         self._layers = model.layers
         self._overhead = profile.decode_overhead_s
+        self._overhead_per_seq = profile.decode_overhead_per_seq_s
+        self._prefill_overhead = profile.prefill_overhead_s
         self._layer_overhead = profile.layer_overhead_s
 
         # Per-GPU shapes after TP sharding.
@@ -383,7 +385,12 @@ class InferenceCost:
         """One iteration: `decode_seqs` decodes reading `kv_tokens` KV tokens in total, plus
         `prefill_tokens` prompt tokens attending to `prefill_context_tokens` each. When the
         prompt tokens belong to several sequences, `prefill_chunks` lists each one's
-        (tokens, context tokens) and prices their attention separately."""
+        (tokens, context tokens) and prices their attention separately.
+
+        The overhead is `decode_overhead_s` plus `decode_overhead_per_seq_s` per sequence in
+        the iteration: the decodes and the prefilling sequences (the chunks with tokens, or
+        one when `prefill_tokens` come without `prefill_chunks`), plus `prefill_overhead_s`
+        when the iteration prefills."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
         if prefill_chunks is not None and sum(t for t, _ in prefill_chunks) != prefill_tokens:
             raise ValueError("prefill_chunks must add up to prefill_tokens")
@@ -394,12 +401,22 @@ class InferenceCost:
         attention = self._layers * self._layer_attention_s(
             decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens, prefill_chunks
         )
-        if decode_seqs:
-            other += self._lm_head_s(decode_seqs)
-        return StepCost(linear, attention, other, comm, self._overhead)
+        seqs = decode_seqs
+        if prefill_chunks is not None:
+            seqs += sum(1 for tokens, _ in prefill_chunks if tokens)
+        elif prefill_tokens:
+            seqs += 1
+        # Every sequence in the iteration samples a token from its last row's logits: the
+        # decodes and the prefills (whose last chunk yields the first response token).
+        other += self._lm_head_s(seqs)
+        overhead = self._overhead + self._overhead_per_seq * seqs
+        if prefill_tokens:
+            overhead += self._prefill_overhead
+        return StepCost(linear, attention, other, comm, overhead)
 
     def decode_affine(self, batch: int) -> tuple[float, float]:
-        """(a_s, b_s_per_token) with step(batch, K).total_s == a_s + b_s_per_token * K."""
+        """(a_s, b_s_per_token) with step(batch, K).total_s == a_s + b_s_per_token * K
+        (a_s includes the iteration overhead of `batch` sequences)."""
         hit = self._affine_cache.get(batch)
         if hit is not None:
             return hit

@@ -269,8 +269,24 @@ class Profile(BaseModel):
 
     # --- rollout engine ---
     decode_overhead_s: float = Field(
-        default=2e-3, gt=0,
+        default=2e-3, ge=0,
         description="Fixed CPU/scheduler time per engine iteration (vLLM-like), seconds.",
+    )
+    decode_overhead_per_seq_s: float = Field(
+        default=0.0, ge=0,
+        description=(
+            "Extra CPU time per engine iteration for each sequence in it (decoding, or "
+            "prefilling a chunk): scheduler, block-table and sampler bookkeeping that grows "
+            "with the batch, seconds."
+        ),
+    )
+    prefill_overhead_s: float = Field(
+        default=0.0, ge=0,
+        description=(
+            "Extra fixed CPU time of an engine iteration that prefills (varlen attention "
+            "metadata, packing the new prompts, the second attention path of a mixed "
+            "batch), seconds."
+        ),
     )
     engine_memory_reserve_bytes: float = Field(
         default=3.0 * 2**30, ge=0,
@@ -329,6 +345,24 @@ class Profile(BaseModel):
         default=0.40, gt=0, le=1,
         description="Achieved fraction of BF16 peak on executed training FLOPs.",
     )
+    forward_mfu: float | None = Field(
+        default=None, gt=0, le=1,
+        description=(
+            "Achieved fraction of BF16 peak of a forward-only pass (reference / old "
+            "log-probs, no autograd); None: train_mfu."
+        ),
+    )
+    train_step_overhead_s: float = Field(
+        default=0.0, ge=0,
+        description=(
+            "Fixed time per optimizer step beyond its FLOPs and Adam traffic (kernel launch "
+            "and Python dispatch, loss, zero_grad), seconds."
+        ),
+    )
+    forward_overhead_s: float = Field(
+        default=0.0, ge=0,
+        description="Fixed time per forward-only pass beyond its FLOPs, seconds.",
+    )
     train_comm_overlap_fraction: float = Field(
         default=0.8, ge=0, le=1,
         description="Fraction of the DP gradient/parameter traffic overlapped with compute.",
@@ -363,6 +397,12 @@ class Profile(BaseModel):
         """attention_decode_flops_efficiency, or attention_flops_efficiency when unset."""
         e = self.attention_decode_flops_efficiency
         return self.attention_flops_efficiency if e is None else e
+
+    @property
+    def forward_pass_mfu(self) -> float:
+        """forward_mfu, or train_mfu when unset."""
+        e = self.forward_mfu
+        return self.train_mfu if e is None else e
 
     def attention_q_block(self, tokens: int) -> int:
         """Query rows per block of a prefill chunk of `tokens` tokens."""

@@ -1,9 +1,10 @@
 """Cost of one trainer (DP x TP x PP x CP over a GPU pool): step, forward pass, state moves.
 
 Owns `TrainStepCost` and `TrainCost`. The step time is FLOPs over an achieved MFU, plus the
-pipeline bubble, the data-parallel gradient traffic that compute does not hide, and a
-memory-bound Adam update over the optimizer shard. Formulas and constants:
-docs/cost-model.md. Called once per train phase, not per event, so clarity beats speed.
+pipeline bubble, the data-parallel gradient traffic that compute does not hide, a
+memory-bound Adam update over the optimizer shard and a fixed per-step overhead; a
+forward-only pass is its FLOPs over the forward MFU plus a fixed overhead. Formulas and
+constants: docs/cost-model.md. Called once per train phase, not per event, so clarity beats speed.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ class TrainStepCost:
     bubble_s: float
     comm_s: float
     optimizer_s: float
+    overhead_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.compute_s + self.bubble_s + self.comm_s + self.optimizer_s
+        return self.compute_s + self.bubble_s + self.comm_s + self.optimizer_s + self.overhead_s
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -38,6 +40,7 @@ class TrainStepCost:
             "bubble_s": self.bubble_s,
             "comm_s": self.comm_s,
             "optimizer_s": self.optimizer_s,
+            "overhead_s": self.overhead_s,
             "total_s": self.total_s,
         }
 
@@ -87,6 +90,7 @@ class TrainCost:
         if self.dtype_bytes <= 0:
             raise ValueError(f"dtype_bytes must be > 0, got {self.dtype_bytes}")
         self._flops_per_s = profile.train_mfu * gpu.bf16_tflops * 1e12 * gpus
+        self._fwd_flops_per_s = profile.forward_pass_mfu * gpu.bf16_tflops * 1e12 * gpus
 
     # ----- FLOPs -----
 
@@ -103,7 +107,8 @@ class TrainCost:
     # ----- public costs -----
 
     def train_step(self, tokens: int, seq_tokens: float | None = None) -> TrainStepCost:
-        """One optimizer step over `tokens` tokens (sequences of `seq_tokens` on average)."""
+        """One optimizer step over `tokens` tokens (sequences of `seq_tokens` on average);
+        `train_step_overhead_s` is paid once per step, like the Adam update."""
         if tokens < 0:
             raise ValueError(f"tokens must be >= 0, got {tokens}")
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
@@ -124,14 +129,20 @@ class TrainCost:
         optimizer_s = (
             self.model.params / self.gpus * self.profile.train_optimizer_bytes_per_param
         ) / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency)
-        return TrainStepCost(compute_s, bubble_s, comm_s, optimizer_s)
+        return TrainStepCost(compute_s, bubble_s, comm_s, optimizer_s,
+                             self.profile.train_step_overhead_s)
 
     def forward_s(self, tokens: int, seq_tokens: float | None = None) -> float:
-        """Forward-only pass (reference / old log-probs) over `tokens` tokens."""
+        """Forward-only pass (reference / old log-probs) over `tokens` tokens: FLOPs at
+        `forward_mfu` (None: `train_mfu`) plus `forward_overhead_s`; 0 for no tokens."""
         if tokens < 0:
             raise ValueError(f"tokens must be >= 0, got {tokens}")
+        if tokens == 0:
+            return 0.0
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
-        return self._fwd_flops(tokens, seq) / self._flops_per_s
+        return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s + (
+            self.profile.forward_overhead_s
+        )
 
     def dp_comm_s(self) -> float:
         """Per-step gradient reduce-scatter + parameter all-gather over the DP x CP group."""

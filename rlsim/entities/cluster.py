@@ -1,4 +1,4 @@
-"""Builds the simulated cluster of one scenario: pools, engines, trainer, rewards, link.
+"""Builds the simulated cluster of one scenario: pools, engines, trainer, rewards, env, link.
 
 Owns the wiring from a validated `Scenario` to entities with their cost models, and the
 checks that need a cost model (weights that do not fit in GPU memory, a sequence longer
@@ -20,6 +20,7 @@ from rlsim.cost.inference import InferenceCost
 from rlsim.cost.profile import Profile, builtin_profile, load_profile
 from rlsim.cost.training import TrainCost
 from rlsim.entities.engine import RolloutEngine
+from rlsim.entities.env import EnvPool
 from rlsim.entities.link import Link
 from rlsim.entities.reward import RewardPool
 from rlsim.entities.trainer import Trainer
@@ -45,6 +46,8 @@ class Cluster:
     judges: list[RolloutEngine]
     link: Link
     weight_bytes: float
+    env_pool: EnvPool
+    """Environment workers for the steps between the turns of multi-turn rollouts."""
 
 
 def _profile(pool: PoolConfig, field: str) -> Profile:
@@ -138,8 +141,9 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                          gpus=pool.gpus, usd_per_gpu_hour=pool.price,
                          profile=pool.profile or f"builtin:{prof.gpu}",
                          profile_hash=prof.content_hash())
+    env_pool = EnvPool(env, scenario.env.workers, recorder)
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
-                   train_cost, reward, judges, link, train_cost.weight_bytes())
+                   train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool)
 
 
 def _judge_model(name: str) -> ModelSpec:

@@ -24,8 +24,8 @@ class _StepCost(Protocol):
 class TrainerCost(Protocol):
     """The slice of `rlsim.cost.TrainCost` the trainer uses."""
 
-    def train_step(self, tokens: int) -> _StepCost: ...
-    def forward_s(self, tokens: int) -> float: ...
+    def train_step(self, tokens: int, seq_tokens: float | None = None) -> _StepCost: ...
+    def forward_s(self, tokens: int, seq_tokens: float | None = None) -> float: ...
     def offload_s(self) -> float: ...
     def reload_s(self) -> float: ...
 
@@ -44,14 +44,18 @@ class Trainer:
         self.track = f"train.{name}"
         self._gpus = simpy.Resource(env, capacity=1)
 
-    def train(self, tokens: int, **attrs: Any) -> simpy.Process:
-        """One optimizer step on `tokens` tokens."""
-        return self.env.process(self._busy("train", self.cost.train_step(tokens).total_s,
-                                           tokens=tokens, **attrs))
+    def train(self, tokens: int, seq_tokens: float | None = None,
+              **attrs: Any) -> simpy.Process:
+        """One optimizer step on `tokens` tokens in sequences whose attention costs as if
+        each were `seq_tokens` long (None: the cost model's default length)."""
+        return self.env.process(self._busy(
+            "train", self.cost.train_step(tokens, seq_tokens).total_s, tokens=tokens, **attrs))
 
-    def forward(self, tokens: int, label: str = "forward") -> simpy.Process:
+    def forward(self, tokens: int, label: str = "forward",
+                seq_tokens: float | None = None) -> simpy.Process:
         """A forward-only pass (log-prob inference) over `tokens` tokens."""
-        return self.env.process(self._busy(label, self.cost.forward_s(tokens), tokens=tokens))
+        return self.env.process(self._busy(label, self.cost.forward_s(tokens, seq_tokens),
+                                           tokens=tokens))
 
     def offload(self) -> simpy.Process:
         return self.env.process(self._busy("offload", self.cost.offload_s(), compute=False))

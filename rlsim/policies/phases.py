@@ -1,9 +1,11 @@
 """The phases of an RL step as SimPy processes, shared by every policy.
 
 Owns how one phase runs on the cluster's entities and how it is recorded: `gen` dispatches
-a batch's responses to the engines and waits for all; `reward`, `ref`, `train`,
-`weight_sync` and the colocated `switch` each time one phase. Every phase emits a span on
-the `controller` track with the step number, so metrics can be computed from records.
+a batch's responses to the engines and waits for all (a recorded multi-turn sample runs its
+turns on one engine, with an environment step on the env pool between turns); `reward`,
+`ref`, `train`, `weight_sync` and the colocated `switch` each time one phase. Every phase
+emits a span on the `controller` track with the step number, so metrics can be computed
+from records.
 Policies (sync, one_off, ...) only decide the order and overlap of these phases.
 """
 
@@ -19,9 +21,10 @@ import simpy
 from rlsim.config.streams import rng
 from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
-from rlsim.entities.engine import Request
+from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.entities.env import EnvPool
 from rlsim.trace import CONTROLLER
-from rlsim.workload import PromptGroup
+from rlsim.workload import PromptGroup, Turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +33,9 @@ class Sample:
 
     prompt_id: int
     prompt_tokens: int
-    response_tokens: int
+    response_tokens: int  # the whole trajectory after the prompt for a multi-turn sample
     version: int  # policy version (weights) it was generated with
+    reward_s: float | None = None  # recorded reward latency (replayed rollouts), else drawn
 
     @property
     def tokens(self) -> int:
@@ -39,6 +43,56 @@ class Sample:
 
 
 Progress = Callable[[int, int], None]
+
+
+def attention_length(samples: Sequence[Sample]) -> float | None:
+    """The sequence length at which causal attention over these samples costs what it does:
+    sum(L^2) / sum(L), since a sequence of L tokens has about L^2 / 2 causal pairs."""
+    total = sum(s.tokens for s in samples)
+    if total == 0:
+        return None
+    return sum(s.tokens * s.tokens for s in samples) / total
+
+
+class _Trajectory:
+    """A multi-turn sample in flight: turn i runs on its engine; when it finishes, the env
+    step after it runs on the env pool; then turn i+1 goes to the same engine with the whole
+    context so far as its prompt (a full re-prefill: no prefix cache). After the last turn
+    the finished Sample arrives at the gen barrier."""
+
+    __slots__ = ("arrive", "context", "engine", "env_pool", "next_rid", "prompt_id",
+                 "prompt_tokens", "reward_s", "turn", "turns", "version")
+
+    def __init__(self, prompt_id: int, prompt_tokens: int, turns: tuple[Turn, ...],
+                 reward_s: float | None, version: int, engine: RolloutEngine,
+                 env_pool: EnvPool, next_rid: Callable[[], int],
+                 arrive: Callable[[Sample], None]) -> None:
+        self.prompt_id = prompt_id
+        self.prompt_tokens = prompt_tokens
+        self.turns = turns
+        self.reward_s = reward_s
+        self.version = version
+        self.engine = engine
+        self.env_pool = env_pool
+        self.next_rid = next_rid
+        self.arrive = arrive
+        self.turn = 0
+        self.context = prompt_tokens
+
+    def turn_done(self, req: Request) -> None:
+        turn = self.turns[self.turn]
+        self.context += req.generated + turn.obs_tokens
+        if self.turn == len(self.turns) - 1:
+            self.arrive(Sample(self.prompt_id, self.prompt_tokens,
+                               self.context - self.prompt_tokens, self.version, self.reward_s))
+            return
+        self.env_pool.run(turn.env_s).callbacks.append(self._next_turn)
+
+    def _next_turn(self, _event: simpy.Event) -> None:
+        self.turn += 1
+        self.engine.submit(Request(self.next_rid(), self.context,
+                                   self.turns[self.turn].response_tokens,
+                                   on_done=self.turn_done, tag=self.prompt_id))
 
 
 class Phases:
@@ -69,27 +123,57 @@ class Phases:
         return self.phase("gen", step, self._gen(groups, version),
                           samples=sum(len(g.response_tokens) for g in groups))
 
+    def _next_rid(self) -> int:
+        self._rid += 1
+        return self._rid
+
     def _gen(self, groups: Sequence[PromptGroup],
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
         engines = self.c.engines
         reqs: list[Request] = []
+        # Recorded rollouts only (both empty otherwise): rid of a first turn -> the turns of
+        # its multi-turn sample; rid -> the sample's recorded reward latency.
+        multi: dict[int, tuple[Turn, ...]] = {}
+        rewards: dict[int, float | None] = {}
         for g in groups:
-            for out in g.response_tokens:
+            if g.turns is None and g.reward_s is None:
+                for out in g.response_tokens:
+                    self._rid += 1
+                    reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
+                continue
+            for j, out in enumerate(g.response_tokens):
                 self._rid += 1
+                turns = g.turns[j] if g.turns is not None else ()
+                if len(turns) > 1:
+                    multi[self._rid] = turns
+                    out = turns[0].response_tokens
+                if g.reward_s is not None:
+                    rewards[self._rid] = g.reward_s[j]
                 reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
         barrier = Barrier(self.env, len(reqs))
         # veRL splits the batch into equal contiguous chunks, one per engine, so the samples
         # of one prompt land together and no engine rebalances: the long tail stays put.
+        # A multi-turn sample keeps its engine for every turn.
         per, extra = divmod(len(reqs), len(engines))
         start = 0
         for i, engine in enumerate(engines):
             end = start + per + (1 if i < extra else 0)
             for req in reqs[start:end]:
-                req.on_done = barrier.arrive
+                sample_turns = multi.get(req.rid) if multi else None
+                if sample_turns is None:
+                    req.on_done = barrier.arrive
+                else:
+                    req.on_done = _Trajectory(
+                        req.tag, req.prompt_tokens, sample_turns, rewards.get(req.rid), version,
+                        engine, self.c.env_pool, self._next_rid, barrier.arrive).turn_done
                 engine.submit(req)
             start = end
         done = yield barrier.done
-        return [Sample(r.tag, r.prompt_tokens, r.generated, version) for r in done]
+        if not multi and not rewards:
+            return [Sample(r.tag, r.prompt_tokens, r.generated, version) for r in done]
+        return [x if isinstance(x, Sample)
+                else Sample(x.tag, x.prompt_tokens, x.generated, version, rewards.get(x.rid))
+                for x in done]
 
     # ------------------------------------------------------------------ reward
     def reward(self, step: int, samples: Sequence[Sample]) -> simpy.Process:
@@ -100,7 +184,12 @@ class Phases:
         if cfg.kind == "judge":
             yield from self._judge(samples)
             return
-        lat = self.reward_latencies(step, len(samples))
+        if samples and all(s.reward_s is not None for s in samples):
+            # Replayed rollouts: the measured latencies, in sample order, still held to the
+            # timeout like drawn ones.
+            lat = np.minimum(np.array([s.reward_s for s in samples], dtype=float), cfg.timeout)
+        else:
+            lat = self.reward_latencies(step, len(samples))
         yield self.c.reward.score(lat.tolist())
 
     def reward_latencies(self, step: int, n: int) -> np.ndarray:
@@ -129,24 +218,27 @@ class Phases:
 
     def _ref(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         tokens = sum(s.tokens for s in samples)
+        seq = attention_length(samples)
         t = self.c.scenario.train
         if t.ref_logprob:
-            yield self.c.trainer.forward(tokens, "ref_logprob")
+            yield self.c.trainer.forward(tokens, "ref_logprob", seq)
         if t.old_logprob:
-            yield self.c.trainer.forward(tokens, "old_logprob")
+            yield self.c.trainer.forward(tokens, "old_logprob", seq)
 
     def train(self, step: int, samples: Sequence[Sample], version: int) -> simpy.Process:
         stale = [version - s.version for s in samples]
         tokens = sum(s.tokens for s in samples)
+        seq = attention_length(samples)
         return self.phase(
-            "train", step, self._train(tokens, step), samples=len(samples), tokens=tokens,
-            response_tokens=sum(s.response_tokens for s in samples),
+            "train", step, self._train(tokens, seq, step), samples=len(samples), tokens=tokens,
+            seq_tokens=seq, response_tokens=sum(s.response_tokens for s in samples),
             staleness_mean=float(np.mean(stale)) if stale else 0.0,
             staleness_max=max(stale, default=0),
         )
 
-    def _train(self, tokens: int, step: int) -> Generator[simpy.Event, Any, None]:
-        yield self.c.trainer.train(tokens, step=step)
+    def _train(self, tokens: int, seq_tokens: float | None,
+               step: int) -> Generator[simpy.Event, Any, None]:
+        yield self.c.trainer.train(tokens, seq_tokens, step=step)
         if self.progress is not None:
             self.progress(step + 1, self.c.scenario.steps)
 

@@ -1,9 +1,11 @@
 """The workload generator: the prompt groups of each training step.
 
 Owns `Workload`, which turns a `WorkloadConfig` and a seed into the prompts of step k, either
-synthetic (a Gaussian copula over the configured length distributions) or replayed from a
-PolyTrace trace. Every policy that asks for step k with the same seed sees the same prompts
-and lengths (common random numbers), whatever it asked for before.
+synthetic (a Gaussian copula over the configured length distributions), replayed from a
+PolyTrace trace, or replayed exactly from recorded rollouts (step k's recorded groups, with
+their turns, environment-step and reward latencies). Every policy that asks for step k with
+the same seed sees the same prompts and lengths (common random numbers), whatever it asked
+for before.
 
 Random layout (part of the determinism contract; changing it changes every run's lengths):
 prompts are drawn in chunks of CHUNK_PROMPTS. Chunk c of step k has its own stream keyed
@@ -16,10 +18,12 @@ only appends: `batch(k, m, s)` is a prefix (in prompts and in samples) of `batch
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from rlsim.config.errors import ScenarioError
 from rlsim.config.workload import WorkloadConfig
 from rlsim.workload.distributions import (
     FloatArray,
@@ -29,14 +33,25 @@ from rlsim.workload.distributions import (
     resolve_path,
     to_tokens,
 )
-from rlsim.workload.groups import PromptGroup
+from rlsim.workload.groups import PromptGroup, Turn
 from rlsim.workload.polytrace import read_polytrace
 from rlsim.workload.rng import keyed_stream
+from rlsim.workload.rollouts import RecordedGroup, read_rollouts
 
 CHUNK_PROMPTS = 1024
 SAMPLE_BLOCK = 8
 PROMPT_ID_STRIDE = 1_000_000
 """prompt_id = step * PROMPT_ID_STRIDE + index, so a step holds at most this many prompts."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Replayed:
+    """A recorded prompt group with its caps applied, ready to become a PromptGroup."""
+
+    prompt_tokens: int
+    trajectory_tokens: tuple[int, ...]  # per sample: turns' responses + observations
+    turns: tuple[tuple[Turn, ...], ...]
+    reward_s: tuple[float | None, ...]
 
 
 class Workload:
@@ -45,6 +60,9 @@ class Workload:
     `seed_seq` should be the workload's own child of the run's root SeedSequence, so that
     no other consumer shares its streams. `base_dir` is the scenario file's directory:
     relative trace and empirical-length paths are resolved against it.
+
+    Recorded rollouts (trace format `rollouts`) are checked against the config when loaded:
+    a mismatch raises `ScenarioError` (a ValueError) naming the field to change.
     """
 
     def __init__(
@@ -58,7 +76,10 @@ class Workload:
         self._trace_response_tokens: IntArray | None = None
         self._prompt_q: Quantile | None = None
         self._response_q: Quantile | None = None
-        if cfg.trace is not None:
+        self._rollouts: list[list[_Replayed]] | None = None
+        if cfg.trace is not None and cfg.trace.format == "rollouts":
+            self._load_rollouts(resolve_path(cfg.trace.path, base_dir))
+        elif cfg.trace is not None:
             self._load_trace(resolve_path(cfg.trace.path, base_dir))
         else:
             assert cfg.response_len is not None  # the schema requires one source of lengths
@@ -68,8 +89,27 @@ class Workload:
     @property
     def trace_prompts(self) -> int | None:
         """Training prompts in the replayed trace, or None for a synthetic workload."""
+        if self._rollouts is not None:
+            return sum(len(groups) for groups in self._rollouts)
         tokens = self._trace_prompt_tokens
         return None if tokens is None else int(tokens.size)
+
+    @property
+    def recorded_steps(self) -> int | None:
+        """Steps in the recorded rollouts, or None unless the trace format is rollouts."""
+        return None if self._rollouts is None else len(self._rollouts)
+
+    def longest_sequence_tokens(self, steps: int) -> int | None:
+        """Recorded rollouts only: the longest prompt + trajectory (the context of a sample's
+        last turn) over the first `steps` steps' default batches; None otherwise."""
+        if self._rollouts is None:
+            return None
+        s = self.cfg.samples_per_prompt
+        return max(
+            (g.prompt_tokens + t for groups in self._rollouts[:steps] for g in groups
+             for t in g.trajectory_tokens[:s]),
+            default=0,
+        )
 
     def batch(
         self, step: int, n_prompts: int | None = None, n_samples: int | None = None
@@ -81,6 +121,8 @@ class Workload:
         """
         n = self.cfg.prompts_per_step if n_prompts is None else n_prompts
         s = self.cfg.samples_per_prompt if n_samples is None else n_samples
+        if self._rollouts is not None:
+            return self._replay_rollouts(step, n, s)
         self._check_request(step, n, s)
         if n == 0:
             return []
@@ -174,4 +216,80 @@ class Workload:
         self._trace_prompt_tokens = to_tokens(
             np.array([r.prompt_tokens for r in records], dtype=np.float64),
             self.cfg.max_prompt_len,
+        )
+
+    # ------------------------------------------------------------------ recorded rollouts
+    def _replay_rollouts(self, step: int, n: int, s: int) -> list[PromptGroup]:
+        rollouts = self._rollouts
+        assert rollouts is not None
+        if not 0 <= step < len(rollouts):
+            raise ValueError(f"step {step} is not recorded: the rollouts cover steps 0.."
+                             f"{len(rollouts) - 1}")
+        recorded = rollouts[step]
+        if not 0 <= n <= len(recorded):
+            raise ValueError(f"n_prompts={n} exceeds the {len(recorded)} prompt groups recorded "
+                             f"for step {step}; recorded rollouts cannot be over-provisioned")
+        if s < 1:
+            raise ValueError(f"n_samples must be >= 1, got {s}")
+        groups = recorded[:n]
+        width = min((len(g.trajectory_tokens) for g in groups), default=s)
+        if s > width:
+            raise ValueError(f"n_samples={s} exceeds the {width} samples recorded for some "
+                             f"prompt group of step {step}; recorded rollouts cannot be "
+                             "over-provisioned")
+        cap = self.cfg.max_response_len
+        first_id = step * PROMPT_ID_STRIDE
+        out = []
+        for i, g in enumerate(groups):
+            rewards = g.reward_s[:s]
+            out.append(PromptGroup(
+                first_id + i, g.prompt_tokens, g.trajectory_tokens[:s], cap, g.turns[:s],
+                None if all(r is None for r in rewards) else rewards,
+            ))
+        return out
+
+    def _load_rollouts(self, path: Path) -> None:
+        try:
+            steps = read_rollouts(path)  # a missing file raises FileNotFoundError
+        except ValueError as err:
+            raise ScenarioError("workload.trace.path", str(err)) from None
+        cfg = self.cfg
+        for k, groups in enumerate(steps):
+            if len(groups) != cfg.prompts_per_step:
+                raise ScenarioError(
+                    "workload.prompts_per_step",
+                    f"{path}: step {k} records {len(groups)} prompt groups (lines "
+                    f"{groups[0].line}-{groups[-1].line}) but prompts_per_step is "
+                    f"{cfg.prompts_per_step}; set workload.prompts_per_step to the recorded "
+                    "group count (every recorded step must have exactly that many)",
+                )
+        narrowest = min((g for groups in steps for g in groups), key=lambda g: len(g.samples))
+        if len(narrowest.samples) < cfg.samples_per_prompt:
+            raise ScenarioError(
+                "workload.samples_per_prompt",
+                f"{path}:{narrowest.line}: group has {len(narrowest.samples)} samples but "
+                f"samples_per_prompt is {cfg.samples_per_prompt}; lower "
+                f"workload.samples_per_prompt to at most {len(narrowest.samples)}",
+            )
+        self._rollouts = [[self._capped(g) for g in groups] for groups in steps]
+
+    def _capped(self, g: RecordedGroup) -> _Replayed:
+        """Apply max_prompt_len, and scale_response and max_response_len to every turn."""
+        trace = self.cfg.trace
+        assert trace is not None
+        scale, cap = trace.scale_response, self.cfg.max_response_len
+
+        def response(n: int) -> int:
+            return min(max(round(n * scale), 1), cap)
+
+        turns = tuple(
+            tuple(Turn(response(t.response_tokens), t.env_s, t.obs_tokens) for t in sample.turns)
+            for sample in g.samples
+        )
+        return _Replayed(
+            prompt_tokens=min(g.prompt_tokens, self.cfg.max_prompt_len),
+            trajectory_tokens=tuple(sum(t.response_tokens + t.obs_tokens for t in ts)
+                                    for ts in turns),
+            turns=turns,
+            reward_s=tuple(sample.reward_s for sample in g.samples),
         )

@@ -1,13 +1,28 @@
 """The unit of work a workload hands to a policy: one prompt and its group of responses.
 
-Owns `PromptGroup`, an immutable record of lengths in tokens. Response lengths are final:
-already capped at the job's max response length, so an engine generates exactly that many
+Owns `PromptGroup`, an immutable record of lengths in tokens, and `Turn`, one turn of a
+recorded multi-turn sample. Response lengths are final: already capped at the job's max
+response length (per turn for multi-turn samples), so an engine generates exactly that many
 tokens unless a policy aborts the response early.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a multi-turn sample: a generated response, then (unless it is the last
+    turn) an environment step that takes `env_s` seconds and appends `obs_tokens` tokens of
+    observation to the context."""
+
+    response_tokens: int
+    """Tokens generated in this turn (>= 1, capped at max_response_len)."""
+    env_s: float = 0.0
+    """Latency of the environment step after this turn, in seconds (0 for the last turn)."""
+    obs_tokens: int = 0
+    """Observation tokens the environment step appends (0 for the last turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,17 +34,29 @@ class PromptGroup:
     prompt_tokens: int
     """Prompt length in tokens (>= 1, capped at max_prompt_len)."""
     response_tokens: tuple[int, ...]
-    """Length in tokens of each response (>= 1, capped at max_response_len)."""
+    """Length in tokens of each response (>= 1, capped at max_response_len). For a
+    multi-turn sample: its whole trajectory after the prompt, i.e. the sum of its turns'
+    responses and observations (which may exceed max_response_len)."""
     max_response_tokens: int
     """The cap the responses were clamped to (the engine's max_tokens)."""
+    turns: tuple[tuple[Turn, ...], ...] | None = None
+    """Recorded rollouts only: the turns of each sample, in order; None for synthetic and
+    PolyTrace workloads (every sample is then one turn of response_tokens)."""
+    reward_s: tuple[float | None, ...] | None = None
+    """Recorded rollouts only: each sample's measured reward latency in seconds (None where
+    the recording has none); None when no sample of the group has one."""
 
     @property
     def capped(self) -> int:
-        """How many responses stopped at the cap rather than finishing on their own."""
+        """How many responses stopped at the cap rather than finishing on their own (for a
+        multi-turn sample: any of its turns)."""
         cap = self.max_response_tokens
+        if self.turns is not None:
+            return sum(1 for turns in self.turns if any(t.response_tokens >= cap for t in turns))
         return sum(1 for n in self.response_tokens if n >= cap)
 
     @property
     def total_response_tokens(self) -> int:
-        """Tokens generated for the whole group."""
+        """Response tokens of the whole group (trajectories after the prompt, observations
+        included, for multi-turn samples)."""
         return sum(self.response_tokens)

@@ -20,12 +20,17 @@ QWEN7 = lookup_model("qwen2.5-7b")
 def test_step_is_layers_times_layer_step_plus_once_per_iteration_parts(tp: int) -> None:
     cost = InferenceCost(QWEN7, H100, tp, PROF)
     layers = QWEN7.layers
-    # Prefill only: the rest is the embedding gather, the final norm and the overhead.
+    # Prefill only: the rest is the embedding gather, the final norm, the LM head row that
+    # samples the first token, and the overhead.
     ew = ElementwiseModel(H100, PROF)
+    gemm = GemmModel(H100, PROF, 2)
+    vocab = -(-QWEN7.vocab // tp)
+    lm_head = gemm.time_s(1, vocab, QWEN7.hidden) + ew.time_s(vocab * (2 + 4))
     norm = ElementwiseModel(H100, PROF, PROF.norm_hbm_efficiency, PROF.norm_launch_s)
     for tokens in (1, 100, 4096):
         rest = (ew.time_s(tokens * 2 * QWEN7.hidden * 2)
-                + norm.time_s(tokens * 4 * QWEN7.hidden * 2) + PROF.decode_overhead_s)
+                + norm.time_s(tokens * 4 * QWEN7.hidden * 2) + PROF.decode_overhead_s
+                + lm_head)
         total = cost.step(0, 0, tokens).total_s
         assert total == pytest.approx(layers * cost.layer_step_s(0, 0, tokens) + rest, rel=1e-12)
     # With decodes the once-per-iteration part (LM head too) does not depend on the KV read.

@@ -200,3 +200,49 @@ def test_prefill_chunks_price_each_sequence_separately():
     # one varlen kernel: more than one 128-token prefill, less than 64 separate launches
     single = cost.step(0, 0, 128).attention_s
     assert single < chunks.attention_s < 64 * single
+
+
+# ----- per-sequence iteration overhead -----
+
+PER_SEQ = builtin_profile(lookup_gpu("H800")).model_copy(
+    update={"decode_overhead_s": 1e-3, "decode_overhead_per_seq_s": 2e-5})
+
+
+def per_seq_engine(tp: int = 1) -> InferenceCost:
+    return InferenceCost(lookup_model("qwen2.5-7b"), lookup_gpu("H800"), tp, PER_SEQ)
+
+
+def test_overhead_grows_with_the_sequences_in_the_iteration() -> None:
+    c = per_seq_engine()
+    a, b = 1e-3, 2e-5
+    assert c.step(16, 16 * 500).overhead_s == pytest.approx(a + 16 * b, rel=1e-12)
+    # A prefill without chunks is one prefilling sequence.
+    assert c.step(0, 0, 512).overhead_s == pytest.approx(a + b, rel=1e-12)
+    assert c.prefill(512, 100).overhead_s == pytest.approx(a + b, rel=1e-12)
+    assert c.step(8, 8000, 512, 100).overhead_s == pytest.approx(a + 9 * b, rel=1e-12)
+    # With chunks, each chunk that runs is one sequence (a zero-token chunk does not run).
+    chunks = [(100, 0), (200, 50), (0, 10), (212, 0)]
+    assert c.step(4, 4000, 512, 0, chunks).overhead_s == pytest.approx(a + 7 * b, rel=1e-12)
+    assert c.step(0, 0, 512, 0, [(512, 0)]).overhead_s == pytest.approx(a + b, rel=1e-12)
+    assert c.step(0, 0).total_s == 0.0
+    # Nothing but the overhead changes.
+    plain = InferenceCost(c.model, c.gpu, 1, PER_SEQ.model_copy(
+        update={"decode_overhead_per_seq_s": 0.0}))
+    for args in ((16, 8000), (0, 0, 512), (4, 4000, 512, 0, chunks)):
+        s, p = c.step(*args), plain.step(*args)  # type: ignore[arg-type]
+        assert (s.linear_s, s.attention_s, s.other_s, s.comm_s) == (
+            p.linear_s, p.attention_s, p.other_s, p.comm_s)
+        assert p.overhead_s == a
+
+
+@settings(max_examples=100, deadline=None)
+@given(tp=st.sampled_from([1, 4]), batch=st.integers(0, 4096), kv=st.integers(0, 10**9))
+def test_decode_affine_is_exact_with_per_seq_overhead(tp: int, batch: int, kv: int) -> None:
+    c = per_seq_engine(tp)
+    a_s, b_s = c.decode_affine(batch)
+    assert c.step(batch, kv).total_s == pytest.approx(a_s + b_s * kv, rel=1e-12, abs=1e-15)
+    if batch:
+        base = InferenceCost(c.model, c.gpu, tp, PER_SEQ.model_copy(
+            update={"decode_overhead_per_seq_s": 0.0})).decode_affine(batch)
+        assert a_s == pytest.approx(base[0] + 2e-5 * batch, rel=1e-12)
+        assert b_s == base[1]

@@ -76,3 +76,23 @@ def test_load_profile_rejects_bad_values_and_unknown_keys(tmp_path: Path) -> Non
 def test_every_constant_is_described() -> None:
     for name, field in Profile.model_fields.items():
         assert field.description, name
+
+
+def test_engine_and_trainer_overhead_fields() -> None:
+    prof = builtin_profile(lookup_gpu("H100"))
+    assert prof.decode_overhead_per_seq_s == 0.0
+    assert prof.forward_mfu is None
+    assert prof.forward_pass_mfu == prof.train_mfu
+    assert prof.model_copy(update={"forward_mfu": 0.5}).forward_pass_mfu == 0.5
+    data = prof.model_dump()
+    for bad in ({"decode_overhead_per_seq_s": -1e-6}, {"forward_mfu": 1.5},
+                {"forward_mfu": 0.0}, {"train_step_overhead_s": -1.0},
+                {"forward_overhead_s": -1.0}):
+        with pytest.raises(ValueError):
+            Profile.model_validate({**data, **bad})
+    # A fitted engine without a fixed overhead is valid; each new constant changes the hash.
+    assert Profile.model_validate({**data, "decode_overhead_s": 0.0}).decode_overhead_s == 0.0
+    h = prof.content_hash()
+    for update in ({"decode_overhead_per_seq_s": 1e-6}, {"forward_mfu": 0.5},
+                   {"train_step_overhead_s": 0.1}, {"forward_overhead_s": 0.1}):
+        assert prof.model_copy(update=update).content_hash() != h, update

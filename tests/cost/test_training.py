@@ -81,3 +81,33 @@ def test_rollpacker_share_is_plausible() -> None:
     t = trainer("qwen2.5-14b", gpus=32, tp=2, pp=2, cp=2)
     step = t.train_step(1024 * 4096).total_s
     assert 30 < step < 600
+
+
+def test_fixed_overheads_and_forward_mfu() -> None:
+    model = lookup_model("qwen2.5-7b")
+    prof = PROF.model_copy(update={"train_mfu": 0.3, "train_step_overhead_s": 0.5,
+                                   "forward_mfu": 0.45, "forward_overhead_s": 0.2})
+    t = TrainCost(model, H800, 16, 2, 1, 1, prof, recompute_activations=False)
+    tokens, seq = 1_000_000, 2048
+    fwd_flops = (2 * model.matmul_params + 2 * model.layers * model.q_dim * seq) * tokens
+    peak = H800.bf16_tflops * 1e12 * 16
+    s = t.train_step(tokens, seq)
+    assert s.compute_s == pytest.approx(3 * fwd_flops / (0.3 * peak), rel=1e-12)
+    assert s.overhead_s == 0.5
+    assert s.total_s == pytest.approx(
+        s.compute_s + s.bubble_s + s.comm_s + s.optimizer_s + 0.5, rel=1e-12)
+    d = s.as_dict()
+    assert list(d) == ["compute_s", "bubble_s", "comm_s", "optimizer_s", "overhead_s",
+                       "total_s"]
+    assert d["total_s"] == pytest.approx(sum(v for k, v in d.items() if k != "total_s"))
+    assert t.forward_s(tokens, seq) == pytest.approx(fwd_flops / (0.45 * peak) + 0.2,
+                                                     rel=1e-12)
+    assert t.forward_s(0) == 0.0
+    # Unset forward MFU: the training MFU; defaults: no fixed overheads.
+    unset = TrainCost(model, H800, 16, 2, 1, 1, prof.model_copy(update={"forward_mfu": None}),
+                      recompute_activations=False)
+    assert unset.forward_s(tokens, seq) == pytest.approx(fwd_flops / (0.3 * peak) + 0.2,
+                                                         rel=1e-12)
+    assert PROF.forward_mfu is None and PROF.forward_pass_mfu == PROF.train_mfu
+    assert PROF.train_step_overhead_s == PROF.forward_overhead_s == 0.0
+    assert trainer().train_step(tokens).overhead_s == 0.0

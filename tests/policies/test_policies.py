@@ -64,10 +64,13 @@ def test_sync_phases_match_cost_models():
     cost = TrainCost(scenario.model_spec, gpu, place.train_gpus, 1, 1, 1, builtin_profile(gpu))
     for k in steps:
         (train,) = by_step[k]["train"]
+        # Attention is priced at the samples' own lengths: sum(L^2) / sum(L).
+        seq = train.attrs["seq_tokens"]
+        assert 0 < seq <= scenario.workload.max_prompt_len + scenario.workload.max_response_len
         assert train.t1 - train.t0 == pytest.approx(
-            cost.train_step(train.attrs["tokens"]).total_s, rel=1e-9)
+            cost.train_step(train.attrs["tokens"], seq).total_s, rel=1e-9)
         (ref,) = by_step[k]["ref"]
-        assert ref.t1 - ref.t0 == pytest.approx(2 * cost.forward_s(train.attrs["tokens"]),
+        assert ref.t1 - ref.t0 == pytest.approx(2 * cost.forward_s(train.attrs["tokens"], seq),
                                                 rel=1e-9)
     assert any(s.name == "train" for s in train_spans)
 

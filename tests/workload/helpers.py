@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,30 @@ def responses(workload: Workload, steps: int, n_prompts: int | None = None) -> n
     return np.array(
         [g.response_tokens for k in range(steps) for g in workload.batch(k, n_prompts)]
     )
+
+
+def turn(response: int, env_s: float | None = None, obs: int | None = None) -> dict[str, Any]:
+    """One turn of a recorded sample (rollouts format); env_s/obs omitted when None."""
+    out: dict[str, Any] = {"response_tokens": response}
+    if env_s is not None:
+        out["env_s"] = env_s
+    if obs is not None:
+        out["obs_tokens"] = obs
+    return out
+
+
+def rollouts_line(step: int, prompt: int, samples: list[list[dict[str, Any]]],
+                  rewards: list[float | None] | None = None) -> str:
+    """One prompt group of a rollouts file: each sample given as its list of turns."""
+    out = []
+    for i, turns in enumerate(samples):
+        sample: dict[str, Any] = {"turns": turns}
+        if rewards is not None and rewards[i] is not None:
+            sample["reward_s"] = rewards[i]
+        out.append(sample)
+    return json.dumps({"step": step, "prompt_tokens": prompt, "samples": out})
+
+
+def write_rollouts(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
