@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench calibrate-quick setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -52,6 +52,13 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# The live validation (docs/validation.md): a real RL job here vs rlsim's prediction of it.
+validate: $(STAMP)
+	$(BIN)/rlsim validate --report reports/validation.md
+
+validate-quick: $(STAMP)
+	$(BIN)/rlsim validate --quick
 
 calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json

@@ -8,9 +8,13 @@ it reads the JSON-able `MeasurementSet` that `calibration/run.py` writes.
 Every compute benchmark is predicted with the simulator's classes (`GemmModel`,
 `ElementwiseModel`, `InferenceCost.decode_attention_s / prefill_attention_s /
 layer_step_s`), so the held-back error is the error of exactly what the simulator computes.
-A quarter of each compute grid is held back (spread over the grid, `holdout_mask`), the
-constants are fitted on the rest with scipy, and the report gives both errors. Which
-constant comes from which benchmark: docs/calibration.md.
+Whole-engine iterations (`engine_decode`, `engine_prefill`) are predicted with
+`InferenceCost.step` and whole trainer steps (`train_step`, `forward`) with `TrainCost`;
+when present they fit the per-iteration engine overheads and the trainer's MFUs and fixed
+overheads, after every other constant. A quarter of each compute, engine and trainer grid
+is held back (spread over the grid, `holdout_mask`), the constants are fitted on the rest
+with scipy, and the report gives both errors. Which constant comes from which benchmark:
+docs/calibration.md.
 
 Absolute rates are fitted first, then split into a device spec and efficiencies: the
 device's peak FLOP/s is the highest fitted compute rate (GEMM peak, attention), its memory
@@ -36,9 +40,10 @@ from scipy.optimize import least_squares
 
 from calibration.measurements import Measurement, MeasurementSet
 from rlsim.config.hardware import GPUS, GpuSpec, ModelSpec
-from rlsim.cost.inference import InferenceCost
+from rlsim.cost.inference import InferenceCost, StepCost
 from rlsim.cost.kernels import ElementwiseModel, GemmModel, cache_resident_fraction
 from rlsim.cost.profile import Profile
+from rlsim.cost.training import TrainCost
 
 Array = NDArray[np.float64]
 Report = dict[str, dict[str, float]]
@@ -46,6 +51,14 @@ Report = dict[str, dict[str, float]]
 # Grids a quarter of which is held back from the fit and predicted afterwards.
 COMPUTE_BENCHES = ("gemm", "attention_decode", "attention_prefill", "layer_decode",
                    "layer_prefill")
+# Whole iterations of a small real engine (embedding, all layers, LM head, sampling,
+# bookkeeping) and whole steps of a small real trainer: they fit the per-iteration engine
+# overheads and the trainer MFUs and overheads, after the compute grids.
+ENGINE_BENCHES = ("engine_decode", "engine_prefill", "engine_mixed", "engine_trace")
+TRAINER_BENCHES = ("train_step", "forward")
+# Every grid a quarter of which is held back, and every benchmark `Predictor` prices.
+HELD_BACK_BENCHES = (*COMPUTE_BENCHES, *ENGINE_BENCHES, *TRAINER_BENCHES)
+PREDICTED_BENCHES = (*HELD_BACK_BENCHES, "elementwise")
 # Bytes an elementwise op moves per byte of its output tensor, as the cost model counts them
 # (calibration/benchmarks/elementwise.py): silu_mul and add read 2x and write 1x, rmsnorm
 # reads and writes 1x. Unfused eager sub-ops show up as a lower efficiency, not more bytes.
@@ -86,6 +99,8 @@ GEMM_FIT_NAMES = ("hbm_efficiency", "kernel_launch_s", "gemm_overlap_exponent",
 ATTENTION_FIT_NAMES = ("attention_launch_s", "attention_decode_launch_s",
                        "attention_flops_efficiency", "attention_decode_flops_efficiency",
                        "attention_decode_hbm_efficiency")
+# Parameters that define the whole model of an engine or trainer benchmark.
+_MODEL_KEYS = ("hidden", "heads", "kv_heads", "head_dim", "ffn", "layers", "vocab")
 # Fit bounds; efficiencies are relative to the reference rates (may exceed 1 until
 # `_normalized`), cache_bytes' upper bound is set from the grid.
 GEMM_FIT_BOUNDS = {"hbm_efficiency": (0.05, 20.0), "kernel_launch_s": (0.0, 1e-3),
@@ -93,6 +108,9 @@ GEMM_FIT_BOUNDS = {"hbm_efficiency": (0.05, 20.0), "kernel_launch_s": (0.0, 1e-3
                    "gemm_tile_overhead_elems": (0.0, 500.0), "gemm_weight_passes": (0.5, 10.0),
                    "cache_bytes": (0.0, np.inf), "cache_speedup": (1.0, 20.0),
                    "gemm_pack_row_elems": (0.0, 1e5)}
+ENGINE_FIT_NAMES = ("decode_overhead_s", "decode_overhead_per_seq_s")
+TRAIN_FIT_NAMES = {"train_step": ("train_mfu", "train_step_overhead_s"),
+                   "forward": ("forward_mfu", "forward_overhead_s")}
 ATTENTION_FIT_BOUNDS = {"attention_launch_s": (0.0, 1.0), "attention_decode_launch_s": (0.0, 1.0),
                         "attention_flops_efficiency": (1e-3, 100.0),
                         "attention_decode_flops_efficiency": (1e-3, 100.0),
@@ -151,6 +169,16 @@ def layer_model(params: Mapping[str, Any]) -> ModelSpec:
                      kv_heads=kv_heads, head_dim=head_dim, ffn=ffn, vocab=1)
 
 
+def engine_model(params: Mapping[str, Any]) -> ModelSpec:
+    """The whole model of an engine or trainer benchmark: `layer_model`'s layer dimensions
+    with `layers` layers and a `vocab`-wide untied embedding and LM head (gated MLP)."""
+    layer = layer_model(params)
+    return layer.model_copy(update={"name": "calibration-model",
+                                    "layers": int(params["layers"]),
+                                    "vocab": int(params["vocab"]),
+                                    "tied_embeddings": False, "gated_mlp": True})
+
+
 def _dtype_bytes(name: str) -> int:
     try:
         return DTYPE_BYTES[name.removeprefix("torch.")]
@@ -169,6 +197,8 @@ class Predictor:
         self._gemm: dict[int, GemmModel] = {}
         self._ews: dict[str, ElementwiseModel] = {}
         self._engines: dict[tuple[str, ...], InferenceCost] = {}
+        self._models: dict[tuple[str, ...], InferenceCost] = {}
+        self._trainers: dict[tuple[str, ...], TrainCost] = {}
 
     def _engine(self, params: Mapping[str, Any]) -> InferenceCost:
         key = tuple(str(params.get(k)) for k in ("hidden", "heads", "kv_heads", "head_dim", "ffn"))
@@ -177,6 +207,46 @@ class Predictor:
             eng = InferenceCost(layer_model(params), self.device, 1, self.profile)
             self._engines[key] = eng
         return eng
+
+    def _whole_engine(self, params: Mapping[str, Any]) -> InferenceCost:
+        """A TP-1 engine of the benchmark's whole model (all layers, embedding, LM head)."""
+        key = tuple(str(params.get(k)) for k in _MODEL_KEYS)
+        eng = self._models.get(key)
+        if eng is None:
+            eng = InferenceCost(engine_model(params), self.device, 1, self.profile)
+            self._models[key] = eng
+        return eng
+
+    def _trainer(self, params: Mapping[str, Any]) -> TrainCost:
+        """A one-GPU trainer of the benchmark's model, without activation recomputation."""
+        key = tuple(str(params.get(k)) for k in (*_MODEL_KEYS, "dtype"))
+        t = self._trainers.get(key)
+        if t is None:
+            d = _dtype_bytes(str(params["dtype"])) if "dtype" in params else None
+            t = TrainCost(engine_model(params), self.device, 1, 1, 1, 1, self.profile,
+                          recompute_activations=False, dtype_bytes=d)
+            self._trainers[key] = t
+        return t
+
+    def engine_step(self, bench: str, params: Mapping[str, Any]) -> StepCost:
+        """The `InferenceCost.step` of one engine iteration: `engine_decode` runs `batch`
+        decodes over `batch * context` cached tokens, `engine_prefill` prefills one prompt
+        of `tokens` tokens (one prefilling sequence, no decodes)."""
+        eng = self._whole_engine(params)
+        if bench == "engine_decode":
+            b, c = int(params["batch"]), int(params["context"])
+            return eng.step(b, b * c)
+        if bench == "engine_prefill":
+            return eng.step(0, 0, int(params["tokens"]))
+        if bench == "engine_trace":
+            lens = [int(x) for x in str(params["prefill"]).split(",") if x]
+            return eng.step(int(params["decode"]), int(params["kv_tokens"]), sum(lens), 0,
+                            [(t, 0) for t in lens] if lens else None)
+        if bench == "engine_mixed":
+            b, c = int(params["batch"]), int(params["context"])
+            n, t = int(params["prefills"]), int(params["tokens"])
+            return eng.step(b, b * c, n * t, 0, [(t, 0)] * n)
+        raise ValueError(f"{bench!r} is not an engine benchmark")
 
     def gemm_s(self, params: Mapping[str, Any]) -> float:
         d = _dtype_bytes(str(params["dtype"])) if "dtype" in params else self.profile.dtype_bytes
@@ -215,12 +285,21 @@ class Predictor:
             return self._engine(params).layer_step_s(b, b * (c + 1))
         if bench == "layer_prefill":
             return self._engine(params).layer_step_s(0, 0, int(params["tokens"]))
+        if bench in ENGINE_BENCHES:
+            return self.engine_step(bench, params).total_s
+        if bench == "train_step":
+            return self._trainer(params).train_step(
+                int(params["tokens"]), float(params["seq_tokens"])).total_s
+        if bench == "forward":
+            return self._trainer(params).forward_s(int(params["tokens"]),
+                                                   float(params["seq_tokens"]))
         raise ValueError(f"no rlsim prediction for benchmark {bench!r}")
 
 
 def predict(bench: str, params: Mapping[str, Any], profile: Profile,
             device: GpuSpec | None = None) -> float:
-    """Predicted median seconds of one compute benchmark point (device: the profile's)."""
+    """Predicted median seconds of one compute, engine or trainer benchmark point (device:
+    the profile's)."""
     dev = device if device is not None else profile.device
     if dev is None:
         raise ValueError("predict needs a device: the profile has none, pass device=")
@@ -283,6 +362,85 @@ def _arrays(ms: Sequence[Measurement], *keys: str) -> tuple[Array, ...]:
     return (*cols, np.array([m.median_s for m in ms]))
 
 
+# ----- whole-engine and whole-trainer stages -----
+
+def _prefills(m: Measurement) -> bool:
+    if m.bench == "engine_decode":
+        return False
+    if m.bench == "engine_trace":
+        return bool(str(m.params["prefill"]))
+    return True
+
+
+def fit_engine_overheads(points: Sequence[Measurement], profile: Profile,
+                         device: GpuSpec) -> tuple[float, float, float, bool]:
+    """(decode_overhead_s, decode_overhead_per_seq_s, prefill_overhead_s, per-seq fitted)
+    for `engine_decode` / `engine_prefill` / `engine_mixed` points, every other constant
+    from `profile`.
+
+    `InferenceCost.step(...).total_s` is its kernel time plus `decode_overhead_s +
+    decode_overhead_per_seq_s * sequences (+ prefill_overhead_s if it prefills)`, so each
+    point is priced once with a unit per-sequence overhead (which yields its sequence count)
+    and the overheads (>= 0) are fitted by relative soft-L1 least squares. When every point
+    has the same sequence count the per-sequence term cannot be told from the fixed one: it
+    stays 0 (fourth value False); without both decode-only and prefilling points the prefill
+    term cannot be told from the fixed one either, and stays 0.
+    """
+    if not points:
+        raise ValueError("no engine points to fit")
+    unit = profile.model_copy(update={"decode_overhead_s": 0.0,
+                                      "decode_overhead_per_seq_s": 1.0,
+                                      "prefill_overhead_s": 0.0})
+    pred = Predictor(unit, device)
+    steps = [pred.engine_step(m.bench, m.params) for m in points]
+    seqs = np.array([s.overhead_s for s in steps])
+    base = np.array([s.linear_s + s.attention_s + s.other_s + s.comm_s for s in steps])
+    pre = np.array([1.0 if _prefills(m) else 0.0 for m in points])
+    y = np.array([m.median_s for m in points])
+    ymin = float(np.min(y))
+    per_seq = len(set(seqs.tolist())) >= 2
+    with_pre = 0.0 < float(pre.sum()) < len(points)
+    smax = float(np.max(seqs))
+
+    def fn(p: Array) -> Array:
+        out: Array = base + p[0] + (p[1] * seqs if per_seq else 0.0) \
+            + (p[2] * pre if with_pre else 0.0)
+        return out
+
+    x = _fit_relative(fn, y, [ymin / 10, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.1, 1.0],
+                      starts=[[0.0, ymin / (10 * smax), 0.0],
+                              [ymin / 2, ymin / (2 * smax), ymin / 4]])
+    return (float(x[0]), float(x[1]) if per_seq else 0.0, float(x[2]) if with_pre else 0.0,
+            per_seq)
+
+
+def fit_trainer_constants(bench: str, points: Sequence[Measurement], profile: Profile,
+                          device: GpuSpec) -> tuple[float, float]:
+    """(MFU, fixed overhead seconds) of `train_step` (train_mfu, train_step_overhead_s) or
+    `forward` (forward_mfu, forward_overhead_s) points, priced by `TrainCost` on one GPU
+    without recomputation; the MFU is relative to `device.bf16_tflops`, the optimizer's
+    traffic uses `profile`'s constants. With a single distinct point shape the overhead
+    cannot be told from the FLOP time: it stays 0."""
+    if bench not in TRAIN_FIT_NAMES:
+        raise ValueError(f"{bench!r} is not a trainer benchmark")
+    if not points:
+        raise ValueError(f"no {bench} points to fit")
+    mfu_name, overhead_name = TRAIN_FIT_NAMES[bench]
+    y = np.array([m.median_s for m in points])
+    ymin = float(np.min(y))
+    shapes = {tuple(sorted((k, str(v)) for k, v in m.params.items())) for m in points}
+    with_overhead = len(shapes) >= 2
+
+    def fn(x: Array) -> Array:
+        update = {mfu_name: float(x[0]), overhead_name: float(x[1]) if with_overhead else 0.0}
+        pred = Predictor(profile.model_copy(update=update), device)
+        return np.array([pred(m.bench, m.params) for m in points])
+
+    starts = [[mfu, oh] for mfu in (0.1, 0.5, 2.0) for oh in (0.0, ymin / 4)]
+    x = _fit_relative(fn, y, starts[0], [1e-4, 0.0], [100.0, 10.0], starts=starts[1:])
+    return float(x[0]), float(x[1]) if with_overhead else 0.0
+
+
 # ----- the fit -----
 
 @dataclass
@@ -295,7 +453,7 @@ def _split(ms: MeasurementSet, fraction: float, seed: int) -> dict[str, _Split]:
     out: dict[str, _Split] = {}
     for bench in sorted({m.bench for m in ms.measurements}):
         points = ms.of(bench)
-        if bench in COMPUTE_BENCHES:
+        if bench in HELD_BACK_BENCHES:
             mask = holdout_mask([m.params for m in points], fraction, seed)
         else:
             mask = [False] * len(points)
@@ -574,6 +732,41 @@ class _Fit:
         x = _fit_relative(fn, y, x0, lower, upper, starts)
         self.consts.update({k: float(v) for k, v in zip(names, x, strict=True)})
 
+    def engine(self) -> None:
+        """Per-iteration engine overheads on the whole-engine grids, every other constant
+        as fitted so far (run after the joint refit)."""
+        pts = [m for b in ENGINE_BENCHES for m in self.train(b)]
+        if not pts:
+            return
+        if len(pts) < 2:
+            self.notes.append("fewer than 2 engine points: engine overheads are defaults")
+            return
+        a, b, c, per_seq = fit_engine_overheads(pts, self.profile(), self.device())
+        self.consts["decode_overhead_s"] = a
+        self.consts["decode_overhead_per_seq_s"] = b
+        self.consts["prefill_overhead_s"] = c
+        if not per_seq:
+            self.notes.append("one sequence count in the engine points: "
+                              "decode_overhead_per_seq_s is 0")
+
+    def trainer(self) -> None:
+        """MFU and fixed overhead of a training step and of a forward pass, each on its own
+        grid, relative to the reference peak (rescaled with the others in `_normalized`)."""
+        for bench in TRAINER_BENCHES:
+            pts = self.train(bench)
+            if not pts:
+                continue
+            if len(pts) < 2:
+                self.notes.append(f"fewer than 2 {bench} points: its constants are defaults")
+                continue
+            mfu, overhead = fit_trainer_constants(bench, pts, self.profile(), self.device())
+            mfu_name, overhead_name = TRAIN_FIT_NAMES[bench]
+            self.consts[mfu_name] = mfu
+            self.consts[overhead_name] = overhead
+
+    def fitted(self, name: str) -> bool:
+        return name in self.consts
+
     def collectives(self) -> None:
         """Ring latency and bus bandwidth, on the all-reduce and all-gather grids together
         (the formulas of `rlsim.cost.network`: 2(n-1)/n and (n-1)/n of the buffer cross each
@@ -662,7 +855,8 @@ def _normalized(fit: _Fit) -> tuple[Profile, GpuSpec]:
                            "norm_hbm_efficiency", "rotary_hbm_efficiency")
                if c.get(k) is not None]
     flop_effs = [k for k in ("gemm_peak_efficiency", "attention_flops_efficiency",
-                             "attention_decode_flops_efficiency") if c.get(k) is not None]
+                             "attention_decode_flops_efficiency", "train_mfu", "forward_mfu")
+                 if c.get(k) is not None]
     bw_scale = max([1.0, *(c[k] for k in bw_effs)])
     flop_scale = max([1.0, *(c[k] for k in flop_effs)])
     for k in bw_effs:
@@ -689,7 +883,7 @@ def _report(prof: Profile, device: GpuSpec, split: dict[str, _Split],
     report: Report = {}
     for bench, s in split.items():
         f: Callable[[Measurement], float] | None
-        if bench in COMPUTE_BENCHES or bench == "elementwise":
+        if bench in PREDICTED_BENCHES:
             f = functools.partial(_predict_point, pred, bench)
         else:
             f = _simple_prediction(bench, prof, device, fit)
@@ -755,8 +949,8 @@ def fit_profile(ms: MeasurementSet, holdout_fraction: float = 0.25,
                 seed: int = 0) -> tuple[Profile, Report]:
     """Fit every constant the measurements inform; (profile, report per benchmark).
 
-    The report maps a benchmark to train_mape, held_back_mape (compute grids only),
-    max_error (over all its points), points and held_back_points, as fractions.
+    The report maps a benchmark to train_mape, held_back_mape (compute, engine and trainer
+    grids only), max_error (over all its points), points and held_back_points, as fractions.
     Constants no benchmark informs keep the documented defaults of docs/cost-model.md.
     """
     if not ms.measurements:
@@ -773,6 +967,8 @@ def fit_profile(ms: MeasurementSet, holdout_fraction: float = 0.25,
     # The joint refit moved the cache constants the elementwise grid is read with.
     fit.elementwise()
     fit.layer()
+    fit.engine()
+    fit.trainer()
     fit.starts()
     fit.sandboxes()
     prof, device = _normalized(fit)
@@ -787,11 +983,14 @@ def fit_profile(ms: MeasurementSet, holdout_fraction: float = 0.25,
             "holdout_fraction": str(holdout_fraction), "seed": str(seed)}
     if fit.notes:
         meta["notes"] = "; ".join(fit.notes)
+    defaults = [k for k in (*ENGINE_FIT_NAMES, "train_mfu", "train_step_overhead_s",
+                            "forward_mfu", "forward_overhead_s") if not fit.fitted(k)]
+    defaults += ["engine_memory_reserve_bytes", "network_efficiency",
+                 "other train_* constants"]
     provenance = (
         f"calibrated on {d.host} {d.name} with torch {d.torch_version} on {d.created} "
-        f"({mode}) by calibration.fit; constants no benchmark measures (decode_overhead_s, "
-        f"engine_memory_reserve_bytes, network_efficiency, train_*) are the documented "
-        f"defaults of docs/cost-model.md."
+        f"({mode}) by calibration.fit; constants no benchmark measured "
+        f"({', '.join(defaults)}) are the documented defaults of docs/cost-model.md."
     )
     prof = prof.model_copy(update={
         "provenance": provenance, "fit_error": fit_error, "held_back_error": held,
@@ -827,7 +1026,8 @@ def _pct(value: float | None) -> str:
 
 def fit_report_markdown(report: Report) -> str:
     """One table row per benchmark: points, train and held-back MAPE, max error."""
-    order = [*COMPUTE_BENCHES, *sorted(b for b in report if b not in COMPUTE_BENCHES)]
+    first = (*COMPUTE_BENCHES, *ENGINE_BENCHES, *TRAINER_BENCHES)
+    order = [*first, *sorted(b for b in report if b not in first)]
     lines = ["| benchmark | points | held back | train MAPE | held-back MAPE | max error |",
              "|---|---|---|---|---|---|"]
     for bench in order:

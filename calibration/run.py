@@ -24,11 +24,14 @@ from calibration.benchmarks import (
     engine_start,
     gemm,
     layer,
+    live_engine,
+    live_trainer,
     memcpy,
     sandbox,
     transfer,
 )
-from calibration.benchmarks.model_dims import dtype_for, dtype_name
+from calibration.benchmarks.model_dims import ModelDims, dtype_for, dtype_name, use_dims
+from calibration.live.model import LMConfig
 from calibration.measurements import DeviceInfo, Measurement, MeasurementSet
 
 FAMILIES: dict[str, ModuleType] = {
@@ -41,6 +44,8 @@ FAMILIES: dict[str, ModuleType] = {
     "collectives": collectives,
     "engine_start": engine_start,
     "sandbox": sandbox,
+    "live_engine": live_engine,
+    "live_trainer": live_trainer,
 }
 
 # Seconds a run may spend re-measuring points a neighbour process disturbed (CPU only); sized
@@ -112,15 +117,26 @@ def selected(only: Collection[str] | None) -> dict[str, tuple[str, ...]]:
 
 
 def measure(device: str = "auto", quick: bool = False, only: list[str] | None = None,
-            progress: Callable[[str, int, int], None] | None = None) -> MeasurementSet:
-    """Run the selected benchmarks on `device` ('auto', 'cpu' or 'cuda')."""
+            progress: Callable[[str, int, int], None] | None = None,
+            dims: ModelDims | None = None, live: LMConfig | None = None) -> MeasurementSet:
+    """Run the selected benchmarks on `device` ('auto', 'cpu' or 'cuda').
+
+    `dims` measures the operator benchmarks at those layer shapes instead of the device's
+    calibration model; `live` is the live policy the live_engine/live_trainer families run
+    (default: the live system's default policy)."""
     dev = resolve_device(device)
     plan = selected(only)
     info = device_info(dev)
     common.allow_retries(RETRY_ALLOWANCE_QUICK_S if quick else RETRY_ALLOWANCE_FULL_S)
     points: list[Measurement] = []
-    for fam, benches in plan.items():
-        points += run_family(fam, dev, quick, benches, progress)
+    saved = live_engine.live_config
+    live_engine.live_config = live
+    try:
+        with use_dims(dims):
+            for fam, benches in plan.items():
+                points += run_family(fam, dev, quick, benches, progress)
+    finally:
+        live_engine.live_config = saved
     return MeasurementSet(device=info, quick=quick, measurements=points)
 
 

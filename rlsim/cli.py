@@ -358,6 +358,69 @@ def _measure(device: str, quick: bool, only: str | None) -> Any:
         _fail(f"calibrate: {err}")
 
 
+@app.command()
+def validate(
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="Small job and quick calibration: at most 3 minutes on 2 CPU cores.")]
+        = False,
+    mode: Annotated[str, typer.Option(help="sync | one_off | all")] = "all",
+    out: Annotated[Path, typer.Option("--out", help="Folder for the live runs, the profile, "
+                                      "the derived scenarios and their simulations.")]
+        = Path("runs/validate"),
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="Markdown report to write (default: OUT/validation.md).")] = None,
+    repeats: Annotated[int | None, typer.Option(
+        min=1, help="Live runs per mode (default 3, or 1 with --quick).")] = None,
+    steps: Annotated[int | None, typer.Option(
+        min=1, help="Training steps per live run (default 8, or 4 with --quick).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+        = False,
+) -> None:
+    """Run a small real RL job here, simulate it with this machine's profile, compare."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        _fail("validate needs torch: .venv/bin/pip install -e '.[calibrate]' "
+              "(pip install torch==2.13.0)")
+    from calibration.live.report import markdown
+    from calibration.live.validate import check_modes, plan
+    from calibration.live.validate import validate as run_validation
+
+    try:
+        modes = check_modes(mode)
+    except ValueError as err:
+        _fail(str(err))
+    p = plan(modes, quick, repeats, steps)
+    t0 = time.perf_counter()
+
+    def progress(line: str) -> None:
+        typer.echo(f"[{time.perf_counter() - t0:6.1f} s] {line}", err=True)
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        _fail(f"--out: cannot create {str(out)!r}: {err.strerror or err}")
+    result = run_validation(p, out, progress)
+    text = markdown(result, time.perf_counter() - t0)
+    target = report or out / "validation.md"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".partial")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as err:
+        _fail(f"--report: cannot write {str(target)!r}: {err.strerror or err}")
+    data = result.as_json()
+    (out / "validation.json").write_text(json.dumps(data, indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        from calibration.live.report import table
+
+        typer.echo(table(data))
+        typer.echo(f"\nreport: {target}")
+
+
 @app.command("list")
 def list_(what: Annotated[str, typer.Argument(
         help="scenarios | gpus | models | policies")]) -> None:

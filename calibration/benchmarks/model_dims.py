@@ -7,6 +7,8 @@ grid fits this 2-core box's time budget; on CUDA it is a Llama-2-7B layer.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import torch
@@ -37,8 +39,26 @@ CPU_DIMS = ModelDims(hidden=1024, heads=16, kv_heads=4, head_dim=64, ffn=2816)
 CUDA_DIMS = ModelDims(hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008)
 
 
+# Set by `use_dims` (rlsim validate measures the operators at its live model's shapes).
+_override: ModelDims | None = None
+
+
 def dims_for(device: str) -> ModelDims:
+    if _override is not None:
+        return _override
     return CUDA_DIMS if device.startswith("cuda") else CPU_DIMS
+
+
+@contextmanager
+def use_dims(dims: ModelDims | None) -> Iterator[None]:
+    """Measure at `dims` instead of the device's calibration model inside the block."""
+    global _override
+    saved = _override
+    _override = dims
+    try:
+        yield
+    finally:
+        _override = saved
 
 
 def dtype_for(device: str) -> torch.dtype:

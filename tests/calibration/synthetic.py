@@ -2,7 +2,9 @@
 
 The grids mirror the CPU quick grids of calibration/benchmarks (same shapes and points), so
 a fit that recovers the constants here is exercised on the structure real data has. Noise is
-multiplicative (log-normal, `noise` = its sigma), seeded.
+multiplicative (log-normal, `noise` = its sigma), seeded. `synthetic_set(whole=True)` adds
+whole-engine iterations and whole trainer steps of a small model (`MODEL_DIMS`), priced with
+the true engine and trainer constants.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ TRUE_PROFILE = Profile(
     sandbox_checkpoint_per_file_s=60e-6,
     sandbox_restore_base_s=0.02, sandbox_restore_bandwidth_bytes_per_s=9e8,
     sandbox_restore_per_file_s=40e-6,
+    decode_overhead_s=2e-4, decode_overhead_per_seq_s=3e-6, prefill_overhead_s=5e-4,
+    train_mfu=0.3, train_step_overhead_s=0.01, forward_mfu=0.4, forward_overhead_s=0.002,
 )
 
 GEMM_SHAPES = ((1536, 1024), (1024, 1024), (5632, 1024), (1024, 2816))
@@ -66,6 +70,15 @@ LAYER_TOKENS = (16, 32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024)
 MEMCPY_LAT = 5e-6
 MEMCPY_CACHE_BYTES = 8e6
 MEMCPY_CACHE_SPEEDUP = 5.0
+# The small whole model of the engine and trainer benchmarks (untied embeddings, gated MLP).
+MODEL_DIMS = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 768,
+              "layers": 2, "vocab": 1024}
+ENGINE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+ENGINE_CONTEXTS = (64, 256, 1024)
+ENGINE_PREFILL_TOKENS = (16, 32, 64, 128, 256, 512)
+TRAIN_TOKENS = (128, 256, 512, 1024, 2048)
+TRAIN_SEQ_TOKENS = (32, 64, 128)
+WHOLE_BENCHES = ("engine_decode", "engine_prefill", "engine_mixed", "train_step", "forward")
 
 
 def grids() -> list[tuple[str, dict[str, Any]]]:
@@ -92,11 +105,25 @@ def grids() -> list[tuple[str, dict[str, Any]]]:
     return pts
 
 
+def whole_grids() -> list[tuple[str, dict[str, Any]]]:
+    """Whole-engine iterations and whole trainer steps of the `MODEL_DIMS` model."""
+    pts: list[tuple[str, dict[str, Any]]] = []
+    pts += [("engine_decode", {"batch": b, "context": c, **MODEL_DIMS})
+            for b in ENGINE_BATCHES for c in ENGINE_CONTEXTS]
+    pts += [("engine_prefill", {"tokens": t, **MODEL_DIMS}) for t in ENGINE_PREFILL_TOKENS]
+    pts += [("engine_mixed", {"batch": b, "context": 256, "prefills": n, "tokens": t,
+                              **MODEL_DIMS}) for b in (4, 32) for n in (1, 4) for t in (16, 64)]
+    for bench in ("train_step", "forward"):
+        pts += [(bench, {"tokens": t, "seq_tokens": s, **MODEL_DIMS, "dtype": "float32"})
+                for t in TRAIN_TOKENS for s in TRAIN_SEQ_TOKENS]
+    return pts
+
+
 def true_time(bench: str, params: dict[str, Any], prof: Profile = TRUE_PROFILE,
               dev: GpuSpec = TRUE_DEVICE) -> float:
     p = prof
     if bench in ("gemm", "elementwise", "attention_decode", "attention_prefill",
-                 "layer_decode", "layer_prefill"):
+                 "layer_decode", "layer_prefill", *WHOLE_BENCHES):
         return Predictor(prof, dev)(bench, params)
     one_way = dev.nvlink_bandwidth / 2 * p.allreduce_bus_efficiency
     if bench == "memcpy":
@@ -121,11 +148,18 @@ def true_time(bench: str, params: dict[str, Any], prof: Profile = TRUE_PROFILE,
     raise ValueError(bench)
 
 
-def synthetic_set(noise: float = 0.03, seed: int = 0, quick: bool = True) -> MeasurementSet:
+def synthetic_set(noise: float = 0.03, seed: int = 0, quick: bool = True,
+                  whole: bool = False, whole_noise: float | None = None) -> MeasurementSet:
+    """The grids of `grids()` (and `whole_grids()` when `whole`), timed by the true
+    constants with log-normal noise (`whole_noise`, default `noise`, on the whole grids)."""
     rng = np.random.default_rng(seed)
     out = []
-    for bench, params in grids():
-        t = true_time(bench, params) * float(np.exp(rng.normal(0.0, noise)))
+    points = [(b, p, noise) for b, p in grids()]
+    if whole:
+        sigma = noise if whole_noise is None else whole_noise
+        points += [(b, p, sigma) for b, p in whole_grids()]
+    for bench, params, sigma in points:
+        t = true_time(bench, params) * float(np.exp(rng.normal(0.0, sigma)))
         out.append(Measurement(bench=bench, params=params, median_s=t, p10_s=0.97 * t,
                                p90_s=1.03 * t, reps=10))
     device = DeviceInfo(kind="cpu", name="Synthetic CPU", cores=2, memory_bytes=24e9,

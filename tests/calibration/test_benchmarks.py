@@ -216,7 +216,7 @@ def test_device_and_selection_errors() -> None:
         selected(["gemm", "nonsense"])
     assert selected(["layer_prefill", "memcpy"]) == {"memcpy": ("memcpy",),
                                                      "layer": ("layer_prefill",)}
-    assert len(set(BENCHES)) == len(BENCHES) == 17
+    assert len(set(BENCHES)) == len(BENCHES) == 23
 
 
 # --- sandbox checkpoint/restore round trip --------------------------------------------------

@@ -171,6 +171,17 @@ def test_profile_records_everything(synthetic: tuple[MeasurementSet, Profile, Re
     assert "| layer_decode | 20 | 5 |" in table
 
 
+def test_whole_step_stages_need_their_benchmarks(
+        synthetic: tuple[MeasurementSet, Profile, Report]) -> None:
+    """No engine or trainer points: those constants keep the documented defaults."""
+    _, prof, report = synthetic
+    for name in ("decode_overhead_s", "decode_overhead_per_seq_s", "train_mfu",
+                 "train_step_overhead_s", "forward_mfu", "forward_overhead_s"):
+        assert getattr(prof, name) == Profile.model_fields[name].default, name
+        assert name in prof.provenance
+    assert not {"engine_decode", "engine_prefill", "train_step", "forward"} & set(report)
+
+
 def test_predictions_are_rlsims_own_formulas(
         synthetic: tuple[MeasurementSet, Profile, Report]) -> None:
     _, prof, _ = synthetic

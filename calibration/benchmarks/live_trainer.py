@@ -1,0 +1,87 @@
+"""Whole steps of the live system's GRPO trainer (`calibration.live.grpo`), as it runs them.
+
+A training step is more than its GEMMs: the backward pass, the loss, gradient clipping and
+AdamW, with per-op overhead that matters for a small model. These points time the real
+trainer on synthetic batches so the fit gets the trainer's achieved FLOP rate and fixed cost
+per step (`train_mfu`, `train_step_overhead_s`) and per forward pass (`forward_mfu`,
+`forward_overhead_s`).
+
+`train_step` params {tokens, seq_tokens, + model dims, layers, vocab, dtype}: one optimizer
+step over `tokens` tokens of trajectories with lengths spread around the grid's length
+(`seq_tokens` = sum(L^2) / sum(L), the length their causal attention costs as). `forward`
+params (same): the no-grad forward that computes the old log-probs of that batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import partial
+
+import torch
+
+from calibration.benchmarks import common
+from calibration.benchmarks.live_engine import config, model_params
+from calibration.live.grpo import Trainer, Trajectory
+from calibration.live.model import LMConfig, TinyLM
+from calibration.measurements import Measurement
+
+BENCHES = ("train_step", "forward")
+
+SEQ_QUICK = [24, 64]
+SEQ_FULL = [16, 32, 64, 128]
+TOKENS_QUICK = [512, 2048]
+TOKENS_FULL = [256, 512, 1024, 2048, 4096]
+
+
+def _points(bench: str, quick: bool) -> list[common.Point]:
+    seqs, tokens = (SEQ_QUICK, TOKENS_QUICK) if quick else (SEQ_FULL, TOKENS_FULL)
+    return common.grid(bench, [{"tokens": t, "seq_tokens": s} for s in seqs for t in tokens
+                               if t >= s])
+
+
+def _batch(tokens: int, seq: int, cfg: LMConfig, gen: torch.Generator) -> list[Trajectory]:
+    """About `tokens` tokens of trajectories whose lengths spread over [seq/2, 3 seq/2]
+    (a real batch is never uniform; the packing then has work to do)."""
+    out: list[Trajectory] = []
+    total = 0
+    while total < tokens:
+        n = max(2, min(cfg.max_positions, int(seq * (0.5 + float(torch.rand(1, generator=gen))))))
+        ids = torch.randint(3, cfg.vocab, (n,), generator=gen).tolist()
+        mask = [0] * min(8, n // 2) + [1] * (n - min(8, n // 2))
+        out.append(Trajectory(ids, mask, advantage=float(torch.randn(1, generator=gen))))
+        total += n
+    return out
+
+
+def _train(trainer: Trainer, trajs: list[Trajectory]) -> None:
+    # The timing harness runs calls under inference mode; a training step needs autograd.
+    with torch.inference_mode(False):
+        trainer.update(trajs)
+
+
+def run(device: str, quick: bool, progress: common.Progress | None = None,
+        benches: Collection[str] = BENCHES) -> list[Measurement]:
+    if device != "cpu":
+        return []  # the live system runs on the CPU only (calibration/live)
+    cfg = config()
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    model = TinyLM(cfg)
+    trainer = Trainer(model, lr=1e-6)
+    out: list[Measurement] = []
+    for bench in (b for b in BENCHES if b in benches):
+        points = _points(bench, quick)
+        for i, p in enumerate(points):
+            tokens, seq = int(p["tokens"]), int(p["seq_tokens"])
+            trajs = _batch(tokens, seq, cfg, gen)
+            lens = [len(t.ids) for t in trajs]
+            trainer.old_logprobs(trajs)
+            fn = partial(_train, trainer, trajs) if bench == "train_step" else \
+                partial(trainer.old_logprobs, trajs)
+            # seq_tokens: the length at which causal attention costs what these do
+            params = {"tokens": sum(lens), "seq_tokens": sum(n * n for n in lens) / sum(lens),
+                      **model_params(cfg),
+                      "dtype": "float32"}
+            out.append(common.timed_point(bench, params, fn, "cpu", quick))
+            common.notify(progress, bench, i + 1, len(points))
+    return out

@@ -1,0 +1,90 @@
+"""The rlsim scenario equivalent to a finished live run, derived, never tuned.
+
+What the simulator is given: the live policy's architecture (`LMConfig.model_spec`), the job's
+shape (batch, group size, engine cap, length caps, reward and environment workers, micro-
+batch size), the workload the live run actually produced (`rollouts.jsonl`: per sample, each
+turn's response tokens, environment seconds and observation tokens, and the reward worker's
+seconds), and the profile calibrated on this machine. Nothing here reads a live phase time.
+Derivations that are not a copy of a live setting:
+- each of the two processes is one device, so the rollout and train pools are one
+  "GPU" each, of the profile's measured device, placed disaggregated (nothing time-shares);
+- the weight sync copies the weights twice through host memory (trainer -> shared buffer ->
+  engine): 4 bytes moved per weight byte at the profile's measured copy rate (read + write
+  counted), so the link's bandwidth is that rate / 4.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from calibration.live.runner import LiveResult
+from rlsim.cost.profile import Profile
+
+
+def rollouts_lines(result: LiveResult) -> list[dict[str, Any]]:
+    """One record per prompt group, in step order ('rlsim rollouts' format)."""
+    cfg = result.config
+    lines = []
+    for step, samples in enumerate(result.rollouts):
+        reward_s = result.reward_s[step] if step < len(result.reward_s) else None
+        groups: dict[int, list[dict[str, Any]]] = {}
+        for k, s in enumerate(samples):
+            turns = []
+            for i, t in enumerate(s.turns):
+                turn: dict[str, Any] = {"response_tokens": len(t.response)}
+                if i < len(s.turns) - 1:
+                    turn |= {"env_s": t.env_s, "obs_tokens": len(t.obs)}
+                turns.append(turn)
+            rec: dict[str, Any] = {"turns": turns}
+            if reward_s is not None:
+                rec["reward_s"] = reward_s[k]
+            groups.setdefault(s.prompt_index, []).append(rec)
+        for i in range(cfg.prompts_per_step):
+            lines.append({"step": step, "prompt_tokens": len(samples[i * cfg.samples_per_prompt]
+                                                              .prompt),
+                          "samples": groups[i]})
+    return lines
+
+
+def write_rollouts(result: LiveResult, path: Path) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in rollouts_lines(result)))
+    return path
+
+
+def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
+                  rollouts_path: str) -> dict[str, Any]:
+    """The scenario (as YAML-able data) whose relative paths resolve next to it."""
+    cfg = result.config
+    device = profile.device
+    if device is None:
+        raise ValueError("the validation profile must carry its measured device spec")
+    spec = cfg.lm.model_spec()
+    pool = {"profile": profile_path, "nodes": 1, "gpus_per_node": 1}
+    return {
+        "name": f"live-{cfg.mode}",
+        "description": "rlsim's prediction of the live RL run recorded next to this file "
+                       "(rlsim validate); derived from the live job's settings, its "
+                       "recorded rollouts and the profile calibrated on the same machine.",
+        "seed": cfg.seed,
+        "steps": cfg.steps,
+        "model": spec.model_dump(mode="json"),
+        "pools": [{"name": "rollout", **pool}, {"name": "train", **pool}],
+        "rollout": {"pool": "rollout", "tp": 1, "max_running_seqs": cfg.max_running,
+                    # the live engine prefills every admitted prompt in one iteration
+                    "max_batched_tokens": cfg.max_running * cfg.max_len},
+        "train": {"pool": "train", "recompute_activations": False, "ref_logprob": False,
+                  "old_logprob": True, "micro_batch_tokens": cfg.micro_batch_tokens},
+        "reward": {"kind": "rule", "workers": cfg.reward_workers},
+        "env": {"workers": cfg.env_workers},
+        "workload": {
+            "prompts_per_step": cfg.prompts_per_step,
+            "samples_per_prompt": cfg.samples_per_prompt,
+            "max_prompt_len": cfg.max_len,
+            "max_response_len": cfg.max_response_len,
+            "trace": {"path": rollouts_path, "format": "rollouts"},
+        },
+        "policy": {"name": cfg.mode, "placement": "disaggregated"},
+        "link": {"bandwidth": device.hbm_bandwidth / 4},
+    }

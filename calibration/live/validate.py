@@ -1,0 +1,233 @@
+"""`rlsim validate`: run the live RL job, simulate the same job, and compare.
+
+Order, so the profile and the live run see the same machine state: supervised warm-up
+(cached in the output folder), a calibration of this machine at the live policy's shapes
+(`calibration.run.measure` + `calibration.fit.fit_profile`), then for each mode and repeat:
+the live run, its recorded rollouts, the derived scenario (`calibration.live.scenario`) and
+its simulation. The comparison is per phase and end to end, live vs simulated mean seconds,
+error = (sim - live) / live. docs/validation.md explains the method and the errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from calibration.benchmarks.model_dims import ModelDims
+from calibration.fit import fit_profile, fit_report_markdown, write_profile
+from calibration.live.model import LMConfig, TinyLM
+from calibration.live.runner import MODES, LiveConfig, run_live
+from calibration.live.scenario import scenario_dict, write_rollouts
+from calibration.live.sft import warm_up
+from calibration.live.tokenizer import Tokenizer
+from calibration.run import measure
+from rlsim.api import simulate, write_run
+from rlsim.config.loading import load_scenario
+from rlsim.cost.profile import Profile
+from rlsim.trace import CONTROLLER, Recorder
+from rlsim.trace.sinks import write_parquet
+
+PHASES = ("gen", "reward", "ref", "train", "weight_sync")
+CALIBRATION_BENCHES = ["gemm", "elementwise", "memcpy", "attention", "layer", "live_engine",
+                       "live_trainer"]
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one `rlsim validate` runs."""
+
+    modes: tuple[str, ...]
+    quick: bool
+    repeats: int
+    live: LiveConfig
+    sft_steps: int
+    sft_batch: int = 16
+    sft_lr: float = 3e-3
+
+
+def plan(modes: tuple[str, ...], quick: bool, repeats: int | None = None,
+         steps: int | None = None) -> Plan:
+    if quick:
+        live = LiveConfig(steps=4, prompts_per_step=32, samples_per_prompt=4)
+        p = Plan(modes, True, repeats or 1, live, sft_steps=150)
+    else:
+        p = Plan(modes, False, repeats or 3, LiveConfig(), sft_steps=150)
+    if steps is not None:
+        p = replace(p, live=replace(p.live, steps=steps))
+    return p
+
+
+def phase_means(recorder: Recorder) -> dict[str, float]:
+    """Mean seconds of each phase span and of the step span, on the controller track."""
+    spans: dict[str, list[float]] = {}
+    for s in recorder.spans:
+        if s.track == CONTROLLER:
+            spans.setdefault(s.name, []).append(s.t1 - s.t0)
+    return {name: statistics.fmean(v) for name, v in spans.items()}
+
+
+def _error(sim: float, live: float) -> float | None:
+    return (sim - live) / live if live > 0 else None
+
+
+@dataclass
+class ModeRun:
+    """One live run of a mode and its simulation."""
+
+    live: dict[str, float]
+    sim: dict[str, float]
+    rewards: list[float]
+    out_dir: str
+
+    def comparison(self) -> dict[str, Any]:
+        return {"live_step_s": self.live["step"], "sim_step_s": self.sim["step"],
+                "error": _error(self.sim["step"], self.live["step"]),
+                "phases": {p: {"live_s": self.live.get(p, 0.0), "sim_s": self.sim.get(p, 0.0),
+                               "error": _error(self.sim.get(p, 0.0), self.live.get(p, 0.0))}
+                           for p in PHASES}}
+
+
+@dataclass
+class Validation:
+    plan: Plan
+    profile_path: str
+    runs: dict[str, list[ModeRun]] = field(default_factory=dict)
+    calibration_s: float = 0.0
+    fit_report: str = ""
+    sft_losses: list[float] = field(default_factory=list)
+
+    def mode_result(self, mode: str) -> dict[str, Any]:
+        """Means over repeats, with each repeat's figures and the spread."""
+        runs = self.runs[mode]
+        first = runs[0].comparison()
+        if len(runs) == 1:
+            return first | {"repeats": 1}
+        live = [r.live["step"] for r in runs]
+        sim = [r.sim["step"] for r in runs]
+        errs = [r.comparison()["error"] for r in runs]
+        phases = {}
+        for p in PHASES:
+            lv = statistics.fmean(r.live.get(p, 0.0) for r in runs)
+            sv = statistics.fmean(r.sim.get(p, 0.0) for r in runs)
+            phases[p] = {"live_s": lv, "sim_s": sv, "error": _error(sv, lv)}
+        lm, sm = statistics.fmean(live), statistics.fmean(sim)
+        return {"live_step_s": lm, "sim_step_s": sm, "error": _error(sm, lm), "phases": phases,
+                "repeats": len(runs), "live_step_s_each": live, "sim_step_s_each": sim,
+                "error_each": errs,
+                "live_step_s_spread": (max(live) - min(live)) / lm if lm else 0.0}
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"modes": {m: self.mode_result(m) for m in self.runs}}
+        if "sync" in self.runs and "one_off" in self.runs:
+            s, o = out["modes"]["sync"], out["modes"]["one_off"]
+            live_x = s["live_step_s"] / o["live_step_s"]
+            sim_x = s["sim_step_s"] / o["sim_step_s"]
+            out["speedup_one_off"] = {"live": live_x, "sim": sim_x,
+                                      "error": _error(sim_x, live_x)}
+        out["profile"] = self.profile_path
+        out["quick"] = self.plan.quick
+        return out
+
+
+def _config_key(p: Plan) -> str:
+    blob = json.dumps([asdict(p.live.lm), asdict(p.live.mix), p.sft_steps, p.sft_batch,
+                       p.sft_lr, p.live.seed, torch.__version__], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def warm_start(p: Plan, out: Path, progress: Progress) -> tuple[dict[str, torch.Tensor],
+                                                                list[float]]:
+    """The supervised warm-up's weights, trained once per configuration and cached."""
+    path = out / f"warmup-{_config_key(p)}.pt"
+    if path.exists():
+        progress(f"warm-up: cached {path}")
+        saved = torch.load(path, weights_only=True)
+        return saved["state"], saved["losses"].tolist()
+    torch.manual_seed(p.live.seed)
+    model = TinyLM(p.live.lm)
+    t0 = time.perf_counter()
+    with torch.enable_grad():
+        # One thread, as the job's processes: on a shared 2-core box a second thread mostly
+        # waits for a core.
+        torch.set_num_threads(p.live.threads)
+        losses = warm_up(model, Tokenizer(), p.sft_steps, p.sft_batch, p.sft_lr, p.live.seed,
+                         p.live.mix)
+    progress(f"warm-up: {p.sft_steps} supervised steps in {time.perf_counter() - t0:.1f} s, "
+             f"loss {losses[0]:.2f} -> {losses[-1]:.2f}")
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    tmp = path.with_suffix(".partial")
+    torch.save({"state": state, "losses": torch.tensor(losses)}, tmp)
+    tmp.replace(path)
+    return state, losses
+
+
+def dims_of(lm: LMConfig) -> ModelDims:
+    return ModelDims(hidden=lm.hidden, heads=lm.heads, kv_heads=lm.heads, head_dim=lm.head_dim,
+                     ffn=lm.ffn)
+
+
+def calibrate(p: Plan, out: Path, progress: Progress) -> tuple[Profile, Path, str]:
+    torch.set_num_threads(p.live.threads)
+
+    def bench_progress(bench: str, done: int, total: int) -> None:
+        if done == total:
+            progress(f"calibrate: {bench} ({total} points)")
+
+    ms = measure(device="cpu", quick=p.quick, only=CALIBRATION_BENCHES, progress=bench_progress,
+                 dims=dims_of(p.live.lm), live=p.live.lm)
+    (out / "measurements.json").write_text(ms.model_dump_json(indent=1))
+    profile, report = fit_profile(ms)
+    path = write_profile(profile, out / "profile.json")
+    return profile, path, fit_report_markdown(report)
+
+
+def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], profile: Profile,
+             out: Path, progress: Progress) -> ModeRun:
+    cfg = replace(p.live, mode=mode)
+    run_dir = out / f"{mode}-{repeat}"
+    (run_dir / "sim").mkdir(parents=True, exist_ok=True)
+    result = run_live(cfg, state, progress)
+    write_parquet(result.recorder, run_dir / "live.records.parquet")
+    (run_dir / "live.json").write_text(json.dumps(result.summary(), indent=1) + "\n")
+    write_rollouts(result, run_dir / "rollouts.jsonl")
+    scen = scenario_dict(result, profile, "../profile.json", "rollouts.jsonl")
+    scen_path = run_dir / "scenario.yaml"
+    scen_path.write_text(yaml.safe_dump(scen, sort_keys=False))
+    scenario, base = load_scenario(scen_path)
+    sim = simulate(scenario, base)
+    write_run(sim, run_dir / "sim")
+    return ModeRun(phase_means(result.recorder), phase_means(sim.recorder),
+                   [s.reward_mean for s in result.stats], str(run_dir))
+
+
+def validate(p: Plan, out: Path, progress: Progress) -> Validation:
+    out.mkdir(parents=True, exist_ok=True)
+    state, losses = warm_start(p, out, progress)
+    t0 = time.perf_counter()
+    profile, profile_path, report = calibrate(p, out, progress)
+    v = Validation(p, str(profile_path), calibration_s=time.perf_counter() - t0,
+                   fit_report=report, sft_losses=losses)
+    progress(f"calibrate: profile {profile_path} in {v.calibration_s:.1f} s")
+    for repeat in range(p.repeats):
+        for mode in p.modes:
+            v.runs.setdefault(mode, []).append(
+                run_mode(p, mode, repeat, state, profile, out, progress))
+    return v
+
+
+def check_modes(mode: str) -> tuple[str, ...]:
+    if mode == "all":
+        return MODES
+    if mode not in MODES:
+        raise ValueError(f"--mode must be sync, one_off or all, got {mode!r}")
+    return (mode,)

@@ -1,0 +1,245 @@
+"""The live RL system: tokenizer, tasks, sandbox, engine batching and KV logic, GRPO maths,
+the recorded phases of both modes, and a seconds-long `rlsim validate` smoke run."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from calibration.benchmarks import common, live_engine  # noqa: E402
+from calibration.live import grpo, tasks  # noqa: E402
+from calibration.live.engine import Engine, GenRequest  # noqa: E402
+from calibration.live.model import LMConfig, TinyLM  # noqa: E402
+from calibration.live.sandbox import SandboxEnv  # noqa: E402
+from calibration.live.tokenizer import BOS, EOS, Tokenizer  # noqa: E402
+
+TOK = Tokenizer()
+SMALL = LMConfig(vocab=TOK.vocab_size, hidden=32, layers=2, heads=2, ffn=64, max_positions=64)
+
+
+@pytest.fixture
+def model() -> TinyLM:
+    torch.manual_seed(0)
+    return TinyLM(SMALL)
+
+
+def test_tokenizer_round_trip_and_unknown_character() -> None:
+    ids = TOK.encode("get:q,x>$cat q\n")
+    assert TOK.decode([*ids, EOS, 5]) == "get:q,x>$cat q\n"
+    with pytest.raises(ValueError, match="'A'"):
+        TOK.encode("A")
+
+
+def test_tasks_are_deterministic_and_scored_by_exact_match() -> None:
+    a, b = tasks.draw_batch(3, 1, 20), tasks.draw_batch(3, 1, 20)
+    assert a == b
+    for p in a:
+        assert tasks.score(p.answer, p.answer) == 1.0
+        assert tasks.score(p.answer, p.answer + "x") == 0.0
+        if p.kind == "ct":
+            a, b = p.prompt[3:-1].split(",")
+            assert p.answer[0] == a and p.answer[-1] == b
+            assert all(ord(y) - ord(x) == 1 for x, y in zip(p.answer, p.answer[1:], strict=False))
+        if p.kind == "get":
+            assert p.answer == tasks.count(next(iter(p.files.values())))
+    assert tasks.count("c,f") == "cdef"
+
+
+def test_sandbox_runs_cat_and_refuses_other_commands() -> None:
+    env = SandboxEnv()
+    try:
+        obs, secs = env.step(1, {"q": "abc"}, "$cat q")
+        assert obs == "=abc\n" and secs > 0
+        assert env.step(1, {"q": "abc"}, "$cat z")[0] == "=!\n"  # no such file
+        assert env.step(1, {"q": "abc"}, "$rm -rf q")[0] == "=?\n"  # never executed
+        assert env.step(1, {"q": "abc"}, "$cat q")[0] == "=abc\n"
+    finally:
+        env.close()
+
+
+def _greedy_reference(model: TinyLM, prompt: list[int], n: int) -> list[int]:
+    ids, out = list(prompt), []
+    for _ in range(n):
+        tok = int(model(torch.tensor([ids]))[0, -1].argmax())
+        out.append(tok)
+        ids.append(tok)
+        if tok == EOS:
+            break
+    return out
+
+
+def test_engine_matches_the_full_forward_under_continuous_batching(model: TinyLM) -> None:
+    # Prompts of different lengths, more requests than slots: admissions happen while
+    # others decode, and finished slots are refilled by moving KV, yet every output equals
+    # greedy decoding with the full (cache-free) forward pass.
+    engine = Engine(model, max_running=3, max_len=40, temperature=0)
+    reqs = [GenRequest(i, [BOS, *range(3, 3 + 2 + i % 4)], max_new=4 + i % 5) for i in range(8)]
+    for r in reqs:
+        engine.submit(r)
+    engine.run()
+    for r in reqs:
+        assert r.output == _greedy_reference(model, r.prompt, r.max_new)
+
+
+def test_engine_admission_is_fcfs_under_the_cap(model: TinyLM) -> None:
+    engine = Engine(model, max_running=2, max_len=30, temperature=0, stop_on_eos=False)
+    done: list[int] = []
+    reqs = [GenRequest(i, [BOS, 5, 6], max_new=2 + i, on_done=lambda r: done.append(r.rid))
+            for i in range(5)]
+    for r in reqs:
+        engine.submit(r)
+    engine.step()
+    assert [r.rid for r in engine.running] == [0, 1] and len(engine.waiting) == 3
+    # First iteration prefills both and samples their first tokens.
+    assert [len(r.output) for r in reqs[:2]] == [1, 1]
+    engine.run()
+    assert done == [0, 1, 2, 3, 4]
+    assert engine.max_batch_seen == 2
+    assert [len(r.output) for r in reqs] == [2, 3, 4, 5, 6]  # stop at max_new exactly
+    # Request i needs 2 + i iterations from its admission. 0 ends after iteration 2 and 1
+    # after 3; 2 joins at 3 (ends after 6), 3 at 4 (ends after 8), 4 at 7 (ends after 12).
+    assert engine.iterations == 12
+
+
+def test_engine_stops_on_eos_and_on_context_length(model: TinyLM) -> None:
+    with torch.no_grad():
+        model.lm_head.zero_()
+        model.lm_head[EOS] = 1.0  # every logit but EOS's is 0: EOS wins greedily
+        model.norm.fill_(1.0)
+    engine = Engine(model, max_running=2, max_len=10, temperature=0)
+    r = GenRequest(0, [BOS, 5, 6], max_new=5)
+    engine.submit(r)
+    engine.run()
+    assert r.output[-1] == EOS and len(r.output) <= 5
+    engine2 = Engine(model, max_running=1, max_len=6, temperature=0, stop_on_eos=False)
+    r2 = GenRequest(1, [BOS, 5, 6, 7], max_new=50)
+    engine2.submit(r2)
+    engine2.run()
+    assert r2.context == 6  # the cache holds max_len positions
+
+
+def test_engine_rejects_prompts_that_do_not_fit(model: TinyLM) -> None:
+    engine = Engine(model, max_running=1, max_len=8)
+    with pytest.raises(ValueError, match="prompt of 8 tokens"):
+        engine.submit(GenRequest(0, [BOS] * 8, max_new=1))
+
+
+def test_grpo_advantages_by_hand() -> None:
+    adv = grpo.advantages([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0], group=4)
+    # group 1: mean 0.75, std sqrt(0.1875); group 2: all equal -> 0
+    s = math.sqrt(0.1875)
+    assert adv[:4] == pytest.approx([0.25 / s, -0.75 / s, 0.25 / s, 0.25 / s], rel=1e-5)
+    assert adv[4:] == [0.0] * 4
+    with pytest.raises(ValueError):
+        grpo.advantages([1.0, 0.0, 1.0], group=2)
+
+
+def test_clipped_loss_by_hand() -> None:
+    # Two tokens of one sample with A = +1 and two of another with A = -1:
+    # ratio 1.5 (clipped to 1.2 for A>0), 0.5 (A>0: min(0.5, 0.8) = 0.5),
+    # ratio 1.5 with A<0: min(-1.5, -1.2) = -1.5, ratio 0.5 with A<0: min(-0.5, -0.8) = -0.8.
+    old = torch.zeros(2, 2)
+    logp = torch.log(torch.tensor([[1.5, 0.5], [1.5, 0.5]]))
+    adv = torch.tensor([1.0, -1.0])
+    mask = torch.ones(2, 2)
+    loss, n = grpo.clipped_loss(logp, old, adv, mask, clip=0.2)
+    assert float(n) == 4
+    assert float(loss) == pytest.approx(-(1.2 + 0.5 - 1.5 - 0.8))
+    mask[1, 1] = 0  # masked tokens do not count
+    loss, n = grpo.clipped_loss(logp, old, adv, mask, clip=0.2)
+    assert float(loss) == pytest.approx(-(1.2 + 0.5 - 1.5)) and float(n) == 3
+
+
+def test_micro_batches_cover_every_trajectory_once() -> None:
+    trajs = [grpo.Trajectory([1] * n, [0] * n) for n in (5, 30, 7, 30, 12, 2)]
+    groups = grpo.micro_batches(trajs, max_tokens=60)
+    assert sorted(i for g in groups for i in g) == list(range(6))
+    for g in groups:
+        assert len(g) * max(len(trajs[i].ids) for i in g) <= 60
+
+
+def test_packed_rows_give_each_trajectory_its_own_log_probs(model: TinyLM) -> None:
+    # Sequence packing must be invisible: every trajectory's log-probs equal those of a
+    # forward over it alone, whatever shares its row.
+    trajs = [grpo.Trajectory([BOS, *range(3, 3 + n)], [0] + [1] * n) for n in (9, 3, 5, 2, 7)]
+    batches = grpo.pack(trajs, max_tokens=20)
+    assert sorted(i for b in batches for i, _, _ in b.place) == list(range(5))
+    assert sum(b.ids.shape[0] for b in batches) < len(trajs)  # some rows hold several
+    trainer = grpo.Trainer(model, lr=1e-3, micro_batch_tokens=20)
+    trainer.old_logprobs(trajs)
+    for t in trajs:
+        alone = model.token_logprobs(torch.tensor([t.ids]))[0]
+        assert t.old_logprobs is not None
+        torch.testing.assert_close(t.old_logprobs, alone, rtol=1e-4, atol=1e-5)
+
+
+def test_trainer_step_changes_the_policy_toward_positive_advantage(model: TinyLM) -> None:
+    trainer = grpo.Trainer(model, lr=1e-2)
+    good = grpo.Trajectory([BOS, 5, 6, 7], [0, 0, 1, 1], advantage=1.0)
+    bad = grpo.Trajectory([BOS, 5, 8, 9], [0, 0, 1, 1], advantage=-1.0)
+    trainer.old_logprobs([good, bad])
+    before = model.token_logprobs(torch.tensor([good.ids]))[0, 1:].sum()
+    for _ in range(3):
+        trainer.old_logprobs([good, bad])
+        trainer.update([good, bad])
+    after = model.token_logprobs(torch.tensor([good.ids]))[0, 1:].sum()
+    assert after > before
+
+
+# ---------------------------------------------------------------------- whole job
+@pytest.fixture
+def tiny_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny grids and budgets so a validation smoke run takes seconds."""
+    monkeypatch.setattr(common, "QUICK", common.Budget(warmup=0, min_time_s=0.0, min_reps=1,
+                                                       max_reps=1))
+    monkeypatch.setattr(common, "RETRIES", 0)
+    grids = {
+        "gemm": [{"m": m, "n": n, "k": k} for m in (1, 8, 32)
+                 for n, k in ((96, 32), (32, 32), (128, 32), (32, 64))],
+        "elementwise": [{"size_bytes": s, "op": op} for s in (4096, 65536)
+                        for op in ("silu_mul", "add", "rmsnorm")],
+        "memcpy": [{"size_bytes": 1 << 16}, {"size_bytes": 1 << 20}],
+        "attention_decode": [{"batch": b, "context": c} for b in (1, 4) for c in (8, 32)],
+        "attention_prefill": [{"tokens": t} for t in (4, 16, 32)],
+        "layer_decode": [{"batch": b, "context": c} for b in (1, 4) for c in (8, 32)],
+        "layer_prefill": [{"tokens": t} for t in (4, 16, 32)],
+        "engine_decode": [{"batch": b, "context": c} for b in (1, 4) for c in (8, 16)],
+        "engine_prefill": [{"tokens": t} for t in (4, 16)],
+        "engine_mixed": [{"batch": 2, "context": 8, "prefills": n, "tokens": 4} for n in (1, 2)],
+        "train_step": [{"tokens": 64, "seq_tokens": 16}, {"tokens": 128, "seq_tokens": 32}],
+        "forward": [{"tokens": 64, "seq_tokens": 16}, {"tokens": 128, "seq_tokens": 32}],
+    }
+    monkeypatch.setattr(common, "GRID_OVERRIDE", grids)
+    monkeypatch.setattr(live_engine, "TRACE_REQUESTS_QUICK", 6)
+
+
+def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: None) -> None:
+    from calibration.live.report import markdown, table
+    from calibration.live.runner import LiveConfig
+    from calibration.live.validate import Plan, validate
+
+    live = LiveConfig(steps=2, prompts_per_step=3, samples_per_prompt=2, max_running=4,
+                      max_response_len=6, max_len=40, reward_workers=1, env_workers=2,
+                      lm=replace(SMALL, max_positions=40))
+    p = Plan(("sync", "one_off"), quick=True, repeats=1, live=live, sft_steps=2, sft_batch=4)
+    v = validate(p, tmp_path, progress=lambda line: None)
+    data = v.as_json()
+    for mode in ("sync", "one_off"):
+        r = data["modes"][mode]
+        assert r["live_step_s"] > 0 and r["sim_step_s"] > 0
+        assert set(r["phases"]) == {"gen", "reward", "ref", "train", "weight_sync"}
+        run = tmp_path / f"{mode}-0"
+        assert (run / "sim" / "summary.json").exists()
+        assert len((run / "rollouts.jsonl").read_text().splitlines()) == 2 * 3
+    assert "speedup_one_off" in data
+    text = table(data)
+    assert "one_off" in text and "weight_sync" in text
+    md = markdown(v, 1.0)
+    assert "| sync | gen |" in md and "reward" in md
+    json.dumps(data)  # the --json output is serialisable
