@@ -372,7 +372,7 @@ def validate(
     repeats: Annotated[int | None, typer.Option(
         min=1, help="Live runs per mode (default 3, or 1 with --quick).")] = None,
     steps: Annotated[int | None, typer.Option(
-        min=1, help="Training steps per live run (default 8, or 4 with --quick).")] = None,
+        min=1, help="Training steps per live run (default 10, or 4 with --quick).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
         = False,
 ) -> None:

@@ -12,9 +12,13 @@ from calibration.live.validate import PHASES, Validation
 # Why a phase's prediction can be off, for the report's notes on errors above 15%. Each is a
 # mechanism the simulator leaves out (docs/validation.md), not a correction.
 KNOWN_CAUSES = {
-    "gen": "the engine's iterations are priced from operator and engine-iteration "
-           "microbenchmarks; mixed prefill+decode iterations, the environment threads and "
-           "the reward workers competing for the two cores are not in them",
+    "gen": "the engine's iterations are priced from the calibration's synthetic engine "
+           "job; the live job's iterations, with the same shapes, run 10-20% slower in the "
+           "rollout process than in the calibrating one on this VM (measured per iteration: "
+           "the allocator and cache state of a process that also talks to environment "
+           "workers), and the environment and reward workers share the two cores; in one_off "
+           "the trainer process runs at the same time and shares the caches and memory bus, "
+           "which separate GPUs would not",
     "reward": "rlsim replays each sample's scoring time inside its worker; the process pool's "
               "dispatch (pickling, pipes, waking workers) is not modelled and dominates "
               "sub-millisecond scoring",
@@ -74,9 +78,9 @@ def markdown(v: Validation, wall_s: float) -> str:
         f"- {cfg.steps} GRPO steps x {cfg.prompts_per_step} prompts x "
         f"{cfg.samples_per_prompt} samples; engine cap {cfg.max_running} running sequences, "
         f"{cfg.max_response_len} tokens per turn, up to {cfg.max_turns} turns",
-        f"- tasks: copy / reverse a string (single turn) and sandbox lookups with real `cat` "
-        f"commands (multi-turn), exact-match reward on {cfg.reward_workers} worker "
-        f"processes, {cfg.env_workers} environment threads",
+        f"- tasks: count through the alphabet / copy a string (single turn) and sandbox lookups "
+        f"with real `cat` commands (multi-turn), exact-match reward on {cfg.reward_workers} "
+        f"worker processes, {cfg.env_workers} environment worker processes",
         f"- two processes (controller+trainer, rollout engine), {cfg.threads} torch thread "
         f"each; repeats per mode: {p.repeats}",
         f"- profile: `{v.profile_path}`, calibrated just before the runs in "
@@ -99,7 +103,10 @@ def markdown(v: Validation, wall_s: float) -> str:
         lines += ["", f"one_off speedup over sync: live **{sp['live']:.3f}x**, simulated "
                   f"**{sp['sim']:.3f}x**, error {_pct(sp['error'])}."]
     lines += ["", "Phase figures are means per phase span; `ref` is the old-log-prob forward. "
-              "In one_off, `gen` of step k+1 overlaps `reward`/`ref`/`train` of step k.", ""]
+              "In one_off, `gen` of step k+1 overlaps `reward`/`ref`/`train` of step k, so "
+              "a step lasts as long as the longer side plus the weight sync. Phase errors of "
+              "opposite signs offset in a sync step's sum; the per-phase rows show how much.",
+              ""]
     over = [(mode, ph, r["phases"][ph]["error"]) for mode, r in data["modes"].items()
             for ph in PHASES
             if r["phases"][ph]["error"] is not None and abs(r["phases"][ph]["error"]) > 0.15]

@@ -61,7 +61,8 @@ def plan(modes: tuple[str, ...], quick: bool, repeats: int | None = None,
         live = LiveConfig(steps=4, prompts_per_step=32, samples_per_prompt=4)
         p = Plan(modes, True, repeats or 1, live, sft_steps=150)
     else:
-        p = Plan(modes, False, repeats or 3, LiveConfig(), sft_steps=150)
+        live = LiveConfig(steps=10, prompts_per_step=32, samples_per_prompt=8)
+        p = Plan(modes, False, repeats or 3, live, sft_steps=150)
     if steps is not None:
         p = replace(p, live=replace(p.live, steps=steps))
     return p
