@@ -379,6 +379,8 @@ def validate(
     """Run a small real RL job here, simulate it with this machine's profile, compare."""
     import importlib.util
 
+    if mode not in ("sync", "one_off", "all"):
+        _fail(f"--mode must be sync, one_off or all, got {mode!r}")
     if importlib.util.find_spec("torch") is None:
         _fail("validate needs torch: .venv/bin/pip install -e '.[calibrate]' "
               "(pip install torch==2.13.0)")
@@ -386,11 +388,7 @@ def validate(
     from calibration.live.validate import check_modes, plan
     from calibration.live.validate import validate as run_validation
 
-    try:
-        modes = check_modes(mode)
-    except ValueError as err:
-        _fail(str(err))
-    p = plan(modes, quick, repeats, steps)
+    p = plan(check_modes(mode), quick, repeats, steps)
     t0 = time.perf_counter()
 
     def progress(line: str) -> None:

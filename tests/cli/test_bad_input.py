@@ -150,3 +150,12 @@ def test_apostrophe_inside_a_value_is_plain_text(tmp_path, monkeypatch, capsys):
     code, out, _ = run_cli(["run", str(path), "--json", "--set", "name=it's,steps=3"],
                            monkeypatch, capsys)
     assert code == 0 and json.loads(out)["steps"] == 3
+
+
+def test_validate_rejects_an_unknown_mode(monkeypatch, capsys, tmp_path):
+    code, _, err = run_cli(["validate", "--mode", "async", "--out", str(tmp_path / "v")],
+                           monkeypatch, capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "--mode" in lines[0] and "sync, one_off or all" in lines[0]
+    assert not (tmp_path / "v").exists()  # nothing written for a bad command line
