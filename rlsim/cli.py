@@ -409,7 +409,9 @@ def validate(
     except OSError as err:
         _fail(f"--report: cannot write {str(target)!r}: {err.strerror or err}")
     data = result.as_json()
-    (out / "validation.json").write_text(json.dumps(data, indent=2) + "\n")
+    tmp = out / "validation.json.partial"
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, out / "validation.json")
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
