@@ -58,7 +58,8 @@ validate: $(STAMP)
 	$(BIN)/rlsim validate --report reports/validation.md
 
 validate-quick: $(STAMP)
-	$(BIN)/rlsim validate --quick
+	$(BIN)/rlsim validate --quick --out runs/validate-quick \
+	  --report runs/validate-quick/validation.md
 
 calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json

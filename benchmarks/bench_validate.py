@@ -20,7 +20,8 @@ def main() -> None:
     out = Path("runs/bench-validate")
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "rlsim.cli", "validate", "--quick", "--json", "--out", str(out)],
+        [sys.executable, "-m", "rlsim.cli", "validate", "--quick", "--json", "--out", str(out),
+         "--report", str(out / "validation.md")],
         capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     data = json.loads(proc.stdout)

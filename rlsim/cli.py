@@ -367,8 +367,8 @@ def validate(
     out: Annotated[Path, typer.Option("--out", help="Folder for the live runs, the profile, "
                                       "the derived scenarios and their simulations.")]
         = Path("runs/validate"),
-    report: Annotated[Path | None, typer.Option(
-        "--report", help="Markdown report to write (default: OUT/validation.md).")] = None,
+    report: Annotated[Path, typer.Option(
+        "--report", help="Markdown report to write.")] = Path("reports/validation.md"),
     repeats: Annotated[int | None, typer.Option(
         min=1, help="Live runs per mode (default 3, or 1 with --quick).")] = None,
     steps: Annotated[int | None, typer.Option(
@@ -400,7 +400,7 @@ def validate(
         _fail(f"--out: cannot create {str(out)!r}: {err.strerror or err}")
     result = run_validation(p, out, progress)
     text = markdown(result, time.perf_counter() - t0)
-    target = report or out / "validation.md"
+    target = report
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".partial")

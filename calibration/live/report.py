@@ -13,12 +13,10 @@ from calibration.live.validate import PHASES, Validation
 # mechanism the simulator leaves out (docs/validation.md), not a correction.
 KNOWN_CAUSES = {
     "gen": "the engine's iterations are priced from the calibration's synthetic engine "
-           "job; the live job's iterations, with the same shapes, run 10-20% slower in the "
-           "rollout process than in the calibrating one on this VM (measured per iteration: "
-           "the allocator and cache state of a process that also talks to environment "
-           "workers), and the environment and reward workers share the two cores; in one_off "
-           "the trainer process runs at the same time and shares the caches and memory bus, "
-           "which separate GPUs would not",
+           "job, and the live job's iterations run slower than priced on the same shapes "
+           "(the engine-iteration check above): the rollout process shares the two cores "
+           "with environment and reward workers, and in one_off with the trainer process, "
+           "whose caches and memory bus separate GPUs would not share",
     "reward": "rlsim replays each sample's scoring time inside its worker; the process pool's "
               "dispatch (pickling, pipes, waking workers) is not modelled and dominates "
               "sub-millisecond scoring",
@@ -107,6 +105,13 @@ def markdown(v: Validation, wall_s: float) -> str:
               "a step lasts as long as the longer side plus the weight sync. Phase errors of "
               "opposite signs offset in a sync step's sum; the per-phase rows show how much.",
               ""]
+    lines += ["Engine iterations priced one by one (each live iteration's own shape through "
+              "the profile's `InferenceCost.step`, apart from the simulated schedule):", ""]
+    for mode, r in data["modes"].items():
+        e = r["engine_iterations"]
+        lines.append(f"- {mode}: {e['iterations']} iterations, measured {e['live_s']:.3f} s, "
+                     f"priced {e['priced_s']:.3f} s ({_pct(e['error'])})")
+    lines.append("")
     over = [(mode, ph, r["phases"][ph]["error"]) for mode, r in data["modes"].items()
             for ph in PHASES
             if r["phases"][ph]["error"] is not None and abs(r["phases"][ph]["error"]) > 0.15]

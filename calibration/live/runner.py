@@ -85,6 +85,9 @@ class LiveResult:
     reward_s: list[list[float]]  # per trained step, per sample: worker seconds
     stats: list[StepStats]
     gen_iterations: int = 0
+    # Every engine iteration of the timed steps: (decodes, KV tokens, prompt lengths of the
+    # prefills, seconds). For the report's check of the iteration cost model only.
+    iterations: list[tuple[int, int, tuple[int, ...], float]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {"config": asdict(self.config), "stats": [asdict(s) for s in self.stats],
@@ -107,6 +110,7 @@ def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None
     gen = Generator(model, Tokenizer(), cfg.max_running, cfg.max_len, cfg.max_response_len,
                     cfg.max_turns, cfg.env_workers)
     gen.warm_up()
+    gen.trace = []
     conn.send(("ready", now()))
     try:
         while True:
@@ -116,7 +120,8 @@ def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None
                 t0 = now()
                 samples = gen.generate(problems, cfg.samples_per_prompt,
                                        seed=cfg.seed * 1000 + step)
-                conn.send(("rollouts", step, samples, t0, now(), gen.iterations))
+                conn.send(("rollouts", step, samples, t0, now(), gen.iterations, gen.trace))
+                gen.trace = []
             elif msg[0] == "sync":
                 load()
                 conn.send(("synced", now()))
@@ -216,10 +221,11 @@ class _Job:
         self.conn.send(("generate", step, problems))
 
     def finish_gen(self, step: int) -> list[Sample]:
-        _, got, samples, t0, t1, iters = self._expect("rollouts")
+        _, got, samples, t0, t1, iters, trace = self._expect("rollouts")
         assert got == step
         self.result.rollouts.append(samples)
         self.result.gen_iterations = iters
+        self.result.iterations += trace
         self.span("gen", step, t0, t1, samples=len(samples))
         return samples
 

@@ -25,13 +25,14 @@ import yaml
 from calibration.benchmarks.model_dims import ModelDims
 from calibration.fit import fit_profile, fit_report_markdown, write_profile
 from calibration.live.model import LMConfig, TinyLM
-from calibration.live.runner import MODES, LiveConfig, run_live
+from calibration.live.runner import MODES, LiveConfig, LiveResult, run_live
 from calibration.live.scenario import scenario_dict, write_rollouts
 from calibration.live.sft import warm_up
 from calibration.live.tokenizer import Tokenizer
 from calibration.run import measure
 from rlsim.api import simulate, write_run
 from rlsim.config.loading import load_scenario
+from rlsim.cost.inference import InferenceCost
 from rlsim.cost.profile import Profile
 from rlsim.trace import CONTROLLER, Recorder
 from rlsim.trace.sinks import write_parquet
@@ -89,6 +90,9 @@ class ModeRun:
     sim: dict[str, float]
     rewards: list[float]
     out_dir: str
+    engine_live_s: float = 0.0  # the live engine's iterations, measured
+    engine_priced_s: float = 0.0  # the same iterations priced by the profile
+    engine_iterations: int = 0
 
     def comparison(self) -> dict[str, Any]:
         return {"live_step_s": self.live["step"], "sim_step_s": self.sim["step"],
@@ -127,8 +131,17 @@ class Validation:
                 "error_each": errs,
                 "live_step_s_spread": (max(live) - min(live)) / lm if lm else 0.0}
 
+    def engine_check(self, mode: str) -> dict[str, float | int | None]:
+        runs = self.runs[mode]
+        live = sum(r.engine_live_s for r in runs)
+        priced = sum(r.engine_priced_s for r in runs)
+        return {"iterations": sum(r.engine_iterations for r in runs), "live_s": live,
+                "priced_s": priced, "error": _error(priced, live)}
+
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"modes": {m: self.mode_result(m) for m in self.runs}}
+        for m in self.runs:
+            out["modes"][m]["engine_iterations"] = self.engine_check(m)
         if "sync" in self.runs and "one_off" in self.runs:
             s, o = out["modes"]["sync"], out["modes"]["one_off"]
             live_x = s["live_step_s"] / o["live_step_s"]
@@ -207,8 +220,23 @@ def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], pr
     scenario, base = load_scenario(scen_path)
     sim = simulate(scenario, base)
     write_run(sim, run_dir / "sim")
+    live_s, priced_s = price_iterations(result, profile)
     return ModeRun(phase_means(result.recorder), phase_means(sim.recorder),
-                   [s.reward_mean for s in result.stats], str(run_dir))
+                   [s.reward_mean for s in result.stats], str(run_dir),
+                   live_s, priced_s, len(result.iterations))
+
+
+def price_iterations(result: LiveResult, profile: Profile) -> tuple[float, float]:
+    """(measured, priced) seconds of the live engine's iterations: each one priced by the
+    profile's `InferenceCost.step` with its own shape. A check of the iteration cost model
+    apart from the simulated schedule; nothing is fitted to it."""
+    assert profile.device is not None
+    cost = InferenceCost(result.config.lm.model_spec(), profile.device, 1, profile)
+    priced = 0.0
+    for decodes, kv, lens, _ in result.iterations:
+        priced += cost.step(decodes, kv, sum(lens), 0,
+                            [(n, 0) for n in lens] if lens else None).total_s
+    return sum(dt for *_, dt in result.iterations), priced
 
 
 def validate(p: Plan, out: Path, progress: Progress) -> Validation:

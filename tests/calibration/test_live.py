@@ -234,6 +234,8 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
         r = data["modes"][mode]
         assert r["live_step_s"] > 0 and r["sim_step_s"] > 0
         assert set(r["phases"]) == {"gen", "reward", "ref", "train", "weight_sync"}
+        e = r["engine_iterations"]
+        assert e["iterations"] > 0 and e["live_s"] > 0 and e["priced_s"] > 0
         run = tmp_path / f"{mode}-0"
         assert (run / "sim" / "summary.json").exists()
         assert len((run / "rollouts.jsonl").read_text().splitlines()) == 2 * 3
