@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import statistics
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,15 +37,19 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
-def table(data: dict[str, Any]) -> str:
-    rows = [f"{'mode':8s} {'phase':12s} {'live s':>9s} {'sim s':>9s} {'error':>8s}"]
+def _rows(data: dict[str, Any]) -> Iterator[tuple[str, str, float, float, float | None]]:
+    """(mode, phase, live s, sim s, error) per phase, then the step, for each mode."""
     for mode, r in data["modes"].items():
         for p in PHASES:
             ph = r["phases"][p]
-            rows.append(f"{mode:8s} {p:12s} {ph['live_s']:9.4f} {ph['sim_s']:9.4f} "
-                        f"{_pct(ph['error']):>8s}")
-        rows.append(f"{mode:8s} {'step':12s} {r['live_step_s']:9.4f} {r['sim_step_s']:9.4f} "
-                    f"{_pct(r['error']):>8s}")
+            yield mode, p, ph["live_s"], ph["sim_s"], ph["error"]
+        yield mode, "step", r["live_step_s"], r["sim_step_s"], r["error"]
+
+
+def table(data: dict[str, Any]) -> str:
+    rows = [f"{'mode':8s} {'phase':12s} {'live s':>9s} {'sim s':>9s} {'error':>8s}"]
+    for mode, p, live, sim, err in _rows(data):
+        rows.append(f"{mode:8s} {p:12s} {live:9.4f} {sim:9.4f} {_pct(err):>8s}")
     sp = data.get("speedup_one_off")
     if sp:
         rows.append(f"one_off speedup over sync: live {sp['live']:.3f}x, sim {sp['sim']:.3f}x "
@@ -89,13 +94,11 @@ def markdown(v: Validation, wall_s: float) -> str:
         "| mode | phase | live s | sim s | error |",
         "|---|---|---:|---:|---:|",
     ]
-    for mode, r in data["modes"].items():
-        for ph in PHASES:
-            x = r["phases"][ph]
-            lines.append(f"| {mode} | {ph} | {x['live_s']:.4f} | {x['sim_s']:.4f} | "
-                         f"{_pct(x['error'])} |")
-        lines.append(f"| **{mode}** | **step** | **{r['live_step_s']:.4f}** | "
-                     f"**{r['sim_step_s']:.4f}** | **{_pct(r['error'])}** |")
+    for mode, ph, live, sim, err in _rows(data):
+        cells = [mode, ph, f"{live:.4f}", f"{sim:.4f}", _pct(err)]
+        if ph == "step":
+            cells = [f"**{c}**" for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
     sp = data.get("speedup_one_off")
     if sp:
         lines += ["", f"one_off speedup over sync: live **{sp['live']:.3f}x**, simulated "
