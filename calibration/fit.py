@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -188,6 +188,18 @@ def _dtype_bytes(name: str) -> int:
 
 # ----- predictions through rlsim's own formulas -----
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _memo(cache: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """cache[key], built by `make()` the first time."""
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = make()
+    return hit
+
+
 class Predictor:
     """Predicted median time of any benchmark point for one (profile, device)."""
 
@@ -202,31 +214,22 @@ class Predictor:
 
     def _engine(self, params: Mapping[str, Any]) -> InferenceCost:
         key = tuple(str(params.get(k)) for k in ("hidden", "heads", "kv_heads", "head_dim", "ffn"))
-        eng = self._engines.get(key)
-        if eng is None:
-            eng = InferenceCost(layer_model(params), self.device, 1, self.profile)
-            self._engines[key] = eng
-        return eng
+        return _memo(self._engines, key, lambda: InferenceCost(
+            layer_model(params), self.device, 1, self.profile))
 
     def _whole_engine(self, params: Mapping[str, Any]) -> InferenceCost:
         """A TP-1 engine of the benchmark's whole model (all layers, embedding, LM head)."""
         key = tuple(str(params.get(k)) for k in _MODEL_KEYS)
-        eng = self._models.get(key)
-        if eng is None:
-            eng = InferenceCost(engine_model(params), self.device, 1, self.profile)
-            self._models[key] = eng
-        return eng
+        return _memo(self._models, key, lambda: InferenceCost(
+            engine_model(params), self.device, 1, self.profile))
 
     def _trainer(self, params: Mapping[str, Any]) -> TrainCost:
         """A one-GPU trainer of the benchmark's model, without activation recomputation."""
         key = tuple(str(params.get(k)) for k in (*_MODEL_KEYS, "dtype"))
-        t = self._trainers.get(key)
-        if t is None:
-            d = _dtype_bytes(str(params["dtype"])) if "dtype" in params else None
-            t = TrainCost(engine_model(params), self.device, 1, 1, 1, 1, self.profile,
-                          recompute_activations=False, dtype_bytes=d)
-            self._trainers[key] = t
-        return t
+        d = _dtype_bytes(str(params["dtype"])) if "dtype" in params else None
+        return _memo(self._trainers, key, lambda: TrainCost(
+            engine_model(params), self.device, 1, 1, 1, 1, self.profile,
+            recompute_activations=False, dtype_bytes=d))
 
     def engine_step(self, bench: str, params: Mapping[str, Any]) -> StepCost:
         """The `InferenceCost.step` of one engine iteration: `engine_decode` runs `batch`

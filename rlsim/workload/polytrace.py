@@ -9,11 +9,12 @@ file and line: FileNotFoundError for a missing path, ValueError for bad content.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rlsim.workload.jsonl import json_record
 
 STEP_FILE_GLOB = "packed_lengths_step_*.jsonl"
 _STEP_NUMBER = re.compile(r"packed_lengths_step_(\d+)\.jsonl$")
@@ -68,12 +69,7 @@ def _read_file(file: Path, min_samples: int) -> list[TracePrompt]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{file}:{lineno}: malformed JSON ({err.msg})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{file}:{lineno}: expected a JSON object per line")
+        record = json_record(line, f"{file}:{lineno}")
         if record.get("validate", False):
             continue
         prompt = _count(record.get("input"), file, lineno, "input")

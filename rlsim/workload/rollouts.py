@@ -18,13 +18,13 @@ ValueError for bad content. Lengths are returned as recorded; caps are the workl
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlsim.workload.groups import Turn
+from rlsim.workload.jsonl import json_record
 
 _TURN_KEYS = frozenset({"response_tokens", "env_s", "obs_tokens"})
 
@@ -82,12 +82,7 @@ def load_rollouts(path: str | Path) -> list[list[RecordedGroup]]:
 
 def _group(line: str, file: Path, lineno: int) -> RecordedGroup:
     where = f"{file}:{lineno}"
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: malformed JSON ({err.msg})") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected a JSON object per line")
+    record = json_record(line, where)
     step = _count(record.get("step"), where, "step", minimum=0)
     prompt = _count(record.get("prompt_tokens"), where, "prompt_tokens", minimum=1)
     raw = record.get("samples")
