@@ -14,7 +14,7 @@ NOTORCH_STAMP := $(NOTORCH)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,calibrate]'
+	$(BIN)/pip install --quiet -e '.[dev,calibrate,ray]'
 	touch $(STAMP)
 
 $(NOTORCH_STAMP): pyproject.toml

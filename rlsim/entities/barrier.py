@@ -12,14 +12,19 @@ import simpy
 
 
 class Barrier:
-    """Fires `done` when `count` arrivals have happened (at once if count is 0)."""
+    """Fires `done` when `count` arrivals have happened (at once if count is 0).
 
-    __slots__ = ("arrived", "count", "done", "items")
+    `times[i]` is the simulated time at which `items[i]` arrived.
+    """
+
+    __slots__ = ("arrived", "count", "done", "env", "items", "times")
 
     def __init__(self, env: simpy.Environment, count: int) -> None:
+        self.env = env
         self.count = count
         self.arrived = 0
         self.items: list[Any] = []
+        self.times: list[float] = []
         self.done = env.event()
         if count == 0:
             self.done.succeed(self.items)
@@ -29,5 +34,6 @@ class Barrier:
             raise RuntimeError("barrier: more arrivals than expected")
         self.arrived += 1
         self.items.append(item)
+        self.times.append(self.env.now)
         if self.arrived == self.count:
             self.done.succeed(self.items)

@@ -142,8 +142,28 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                          profile=pool.profile or f"builtin:{prof.gpu}",
                          profile_hash=prof.content_hash())
     env_pool = EnvPool(env, scenario.env.workers, recorder)
+    _record_entities(recorder, engines, judges, trainer, reward, env_pool, link)
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
                    train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool)
+
+
+def _record_entities(recorder: Recorder, engines: list[RolloutEngine],
+                     judges: list[RolloutEngine], trainer: Trainer, reward: RewardPool,
+                     env_pool: EnvPool, link: Link) -> None:
+    """One `cluster`/`entity` instant per track-owning entity, so readers (Perfetto's
+    process per pool, the report's KV plots) know each track's pool, GPUs and capacity."""
+    for kind, group in (("engine", engines), ("judge", judges)):
+        for e in group:
+            recorder.instant("cluster", "entity", 0.0, track=f"rollout.{e.name}", kind=kind,
+                             pool=e.pool, gpus=e.gpus, kv_capacity_tokens=e.kv_capacity)
+    recorder.instant("cluster", "entity", 0.0, track=trainer.track, kind="trainer",
+                     pool=trainer.pool, gpus=trainer.gpus)
+    recorder.instant("cluster", "entity", 0.0, track=reward.track, kind="reward", pool=None,
+                     workers=reward.workers)
+    recorder.instant("cluster", "entity", 0.0, track=env_pool.track, kind="env", pool=None,
+                     workers=env_pool.workers)
+    recorder.instant("cluster", "entity", 0.0, track=f"link.{link.name}", kind="link",
+                     pool=None)
 
 
 def _judge_model(name: str) -> ModelSpec:

@@ -128,6 +128,12 @@ class RolloutEngine:
         self._in_segment = False
         self._idle: simpy.Event | None = None
         self._busy_since: float | None = None
+        self._busy_requests = 0  # finished during the current busy period
+        self._busy_tokens = 0
+        self._track = f"rollout.{name}"
+        # Last emitted (kv_tokens, running, waiting): counters are written only on change.
+        self._gauges = (0, 0, 0)
+        self._kv_step = max(1, kv_capacity_tokens // 100)
         self.iterations = 0
         self.preemptions = 0
         self.finished = 0
@@ -199,6 +205,7 @@ class RolloutEngine:
             r.t_finish = self.env.now
             aborted.append(r)
         if aborted:
+            self.recorder.instant(self._track, "abort", now, requests=len(aborted))
             self._poke(arrival=False)
         for r in aborted:
             self._emit_request(r)
@@ -293,7 +300,7 @@ class RolloutEngine:
         self.preemptions += 1
         self.waiting.appendleft(victim)
         if self.recorder.per_request:
-            self.recorder.instant(f"rollout.{self.name}", "preempt", self.env.now,
+            self.recorder.instant(self._track, "preempt", self.env.now,
                                   rid=victim.rid, generated=victim.generated)
 
     def _head(self) -> float:
@@ -388,6 +395,8 @@ class RolloutEngine:
             r.status = "finished"
             r.t_finish = now
             self.finished += 1
+            self._busy_requests += 1
+            self._busy_tokens += r.output_tokens - r.prefix_tokens
             self._emit_request(r)
             if r.on_done is not None:
                 r.on_done(r)
@@ -421,6 +430,7 @@ class RolloutEngine:
             if self.decoding and self.kv_used + len(self.decoding) > self.kv_capacity:
                 self._preempt_one()
                 continue
+            self._record_gauges()
             duration = self._plan()
             self._in_segment = True
             end = env.now + duration
@@ -440,8 +450,33 @@ class RolloutEngine:
             self._in_segment = False
             self._finish_segment()
 
+    def _record_gauges(self) -> None:
+        """KV tokens in use and the running and waiting counts at a batch change, each only
+        when it changed since its last record. KV is recorded when it moved by at least
+        `_kv_step` tokens (1% of the cache) or reached 0: it changes at nearly every batch
+        change, and finer steps are invisible in a plot but cost a third of a large run's
+        time (measured on benchmarks/bench_large_sync.py)."""
+        kv = self.kv_used
+        now = (kv, self.running, len(self.waiting))
+        last = self._gauges
+        if now == last:
+            return
+        rec, t, track = self.recorder, self.env.now, self._track
+        if kv != last[0] and (kv == 0 or abs(kv - last[0]) >= self._kv_step):
+            rec.counter(track, "kv_tokens", t, kv)
+        else:
+            now = (last[0], now[1], now[2])
+        if now[1] != last[1]:
+            rec.counter(track, "running", t, now[1])
+        if now[2] != last[2]:
+            rec.counter(track, "waiting", t, now[2])
+        self._gauges = now
+
     def _go_idle(self) -> None:
+        self._record_gauges()
         if self._busy_since is not None:
-            self.recorder.span(f"rollout.{self.name}", "busy", self._busy_since, self.env.now,
-                               pool=self.pool, gpus=self.gpus)
+            self.recorder.span(self._track, "busy", self._busy_since, self.env.now,
+                               pool=self.pool, gpus=self.gpus, requests=self._busy_requests,
+                               tokens=self._busy_tokens)
             self._busy_since = None
+            self._busy_requests = self._busy_tokens = 0

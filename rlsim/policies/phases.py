@@ -11,6 +11,7 @@ Policies (sync, one_off, ...) only decide the order and overlap of these phases.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,15 +121,16 @@ class Phases:
 
     # ------------------------------------------------------------------ gen
     def gen(self, step: int, groups: Sequence[PromptGroup], version: int) -> simpy.Process:
-        return self.phase("gen", step, self._gen(groups, version),
+        return self.phase("gen", step, self._gen(step, groups, version),
                           samples=sum(len(g.response_tokens) for g in groups))
 
     def _next_rid(self) -> int:
         self._rid += 1
         return self._rid
 
-    def _gen(self, groups: Sequence[PromptGroup],
+    def _gen(self, step: int, groups: Sequence[PromptGroup],
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
+        t0 = self.env.now
         engines = self.c.engines
         reqs: list[Request] = []
         # Recorded rollouts only (both empty otherwise): rid of a first turn -> the turns of
@@ -170,10 +172,18 @@ class Phases:
             start = end
         done = yield barrier.done
         if not multi and not rewards:
-            return [Sample(r.tag, r.prompt_tokens, r.generated, version) for r in done]
-        return [x if isinstance(x, Sample)
-                else Sample(x.tag, x.prompt_tokens, x.generated, version, rewards.get(x.rid))
-                for x in done]
+            samples = [Sample(r.tag, r.prompt_tokens, r.generated, version) for r in done]
+        else:
+            samples = [x if isinstance(x, Sample)
+                       else Sample(x.tag, x.prompt_tokens, x.generated, version,
+                                   rewards.get(x.rid))
+                       for x in done]
+        # The report's length and latency distributions come from this one record per
+        # batch (in arrival order), not from per-request spans, which only request detail keeps.
+        self.rec.instant(CONTROLLER, "responses", self.env.now, step=step,
+                         response_tokens=[s.response_tokens for s in samples],
+                         latency_s=[round(t - t0, 6) for t in barrier.times])
+        return samples
 
     # ------------------------------------------------------------------ reward
     def reward(self, step: int, samples: Sequence[Sample]) -> simpy.Process:
@@ -234,6 +244,7 @@ class Phases:
             seq_tokens=seq, response_tokens=sum(s.response_tokens for s in samples),
             staleness_mean=float(np.mean(stale)) if stale else 0.0,
             staleness_max=max(stale, default=0),
+            staleness_hist={str(k): v for k, v in sorted(Counter(stale).items())},
         )
 
     def _train(self, tokens: int, seq_tokens: float | None,

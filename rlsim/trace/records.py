@@ -58,12 +58,12 @@ class Recorder:
     def per_request(self) -> bool:
         return self.detail == "request"
 
-    def span(self, track: str, name: str, t0: float, t1: float, **attrs: Any) -> None:
+    def span(self, track: str, name: str, t0: float, t1: float, /, **attrs: Any) -> None:
         if t1 < t0:
             raise ValueError(f"span {track}/{name} ends before it starts ({t0} > {t1})")
         self.spans.append(Span(track, name, t0, t1, attrs))
 
-    def instant(self, track: str, name: str, t: float, **attrs: Any) -> None:
+    def instant(self, track: str, name: str, t: float, /, **attrs: Any) -> None:
         self.instants.append(Instant(track, name, t, attrs))
 
     def counter(self, track: str, name: str, t: float, value: float) -> None:

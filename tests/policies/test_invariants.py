@@ -70,3 +70,22 @@ def test_cluster_invariants(policy, prompts, samples, sigma, max_seqs, steps, tp
     # 5. steps are back to back and end at sim_time
     steps_spans = sorted((s for s in rec.spans if s.name == "step"), key=lambda s: s.t0)
     assert steps_spans[-1].t1 == res.summary["sim_time_s"]
+    # 6. KV never over capacity: every engine's recorded KV use stays within its cache, and
+    # every engine drains (running and waiting back to 0) by the end
+    capacity = {i.attrs["track"]: i.attrs["kv_capacity_tokens"] for i in rec.instants
+                if i.name == "entity" and i.attrs["kind"] == "engine"}
+    last: dict[tuple[str, str], float] = {}
+    for c in rec.counters:
+        if c.name == "kv_tokens":
+            assert 0 <= c.value <= capacity[c.track]
+        last[(c.track, c.name)] = c.value
+    assert last and all(v == 0 for (_, name), v in last.items() if name != "kv_tokens")
+    # 7. the report's per-sample records: one length and one latency per trained sample,
+    # and the staleness histogram counts every trained sample
+    responses = [i for i in rec.instants if i.name == "responses"]
+    assert sum(len(i.attrs["response_tokens"]) for i in responses) == steps * prompts * samples
+    assert all(len(i.attrs["latency_s"]) == len(i.attrs["response_tokens"]) for i in responses)
+    for s in train:
+        hist = s.attrs["staleness_hist"]
+        assert sum(hist.values()) == s.attrs["samples"]
+        assert max(int(k) for k in hist) == s.attrs["staleness_max"]
