@@ -27,8 +27,10 @@ from rlsim.config.streams import stream
 from rlsim.entities.cluster import build_cluster
 from rlsim.policies import POLICIES, Phases
 from rlsim.policies.phases import Progress
+from rlsim.report.html import write_report
 from rlsim.report.metrics import summarize
 from rlsim.report.perfetto import write_chrome_trace
+from rlsim.report.rundata import RunData
 from rlsim.trace import Recorder
 from rlsim.trace.sinks import write_parquet
 from rlsim.workload import Workload
@@ -118,8 +120,19 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_run(result: RunResult, out_dir: Path) -> None:
-    """scenario.resolved.yaml, records.parquet, trace.json and, last, summary.json."""
+def _report_data(result: RunResult, name: str | None = None) -> RunData:
+    return RunData(name or result.scenario.name, result.summary, result.recorder,
+                   result.scenario.dump())
+
+
+def write_comparison_report(results: list[RunResult], names: list[str], path: Path) -> None:
+    """One HTML page comparing runs side by side, with ratios against the first."""
+    write_report([_report_data(r, n) for r, n in zip(results, names, strict=True)], path)
+
+
+def write_run(result: RunResult, out_dir: Path, name: str | None = None) -> None:
+    """scenario.resolved.yaml, records.parquet, trace.json, report.html and, last,
+    summary.json. `name` labels the run in its report (default: the scenario's name)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe = out_dir / ".rlsim-write-test"
@@ -132,6 +145,7 @@ def write_run(result: RunResult, out_dir: Path) -> None:
                 yaml.safe_dump(result.scenario.dump(), sort_keys=False))
     write_parquet(result.recorder, out_dir / "records.parquet")
     write_chrome_trace(result.recorder, out_dir / "trace.json")
+    write_report([_report_data(result, name)], out_dir / "report.html")
     # summary.json is written last: its presence marks a complete run folder.
     _write_text(out_dir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
 

@@ -133,6 +133,8 @@ class RolloutEngine:
         self._track = f"rollout.{name}"
         # Last emitted (kv_tokens, running, waiting): counters are written only on change.
         self._gauges = (0, 0, 0)
+        for gauge in ("kv_tokens", "running", "waiting"):  # every series starts at 0
+            recorder.counter(self._track, gauge, env.now, 0)
         self._kv_step = max(1, kv_capacity_tokens // 100)
         self.iterations = 0
         self.preemptions = 0

@@ -56,7 +56,7 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
     run_usd = usd_per_hour * sim_time / 3600.0
     faults = [i for i in recorder.instants if i.name == "fault"]
     recovered = [i for i in recorder.instants if i.name == "recovered"]
-    lost = sum(float(i.attrs.get("lost_work_s", 0.0)) for i in recovered)
+    lost = sum((float(i.attrs.get("lost_work_s", 0.0)) for i in recovered), 0.0)
     return {
         "steps": n_steps,
         "sim_time_s": sim_time,

@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from rlsim.trace.records import Recorder
+from rlsim.trace.records import Counter, Instant, Recorder, Span
 
 
 def write_parquet(recorder: Recorder, path: Path) -> None:
@@ -46,3 +46,34 @@ def write_parquet(recorder: Recorder, path: Path) -> None:
     tmp = path.with_name(path.name + ".partial")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
+
+
+def read_parquet(path: Path) -> Recorder:
+    """The inverse of `write_parquet`: a Recorder with the file's records in file order.
+
+    The detail level is not stored in the file; it is inferred as "request" when any
+    per-request span (`*.requests` track) is present.
+    """
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["kind", "track", "name", "t0", "t1", "value", "attrs"])
+    cols = {c: table.column(c).to_pylist() for c in table.column_names}
+    # One json.loads over all attrs as a JSON array: ~4x faster than a call per record
+    # (the per-call overhead dominates for small objects).
+    attrs = json.loads("[" + ",".join(cols["attrs"]) + "]")
+    recorder = Recorder()
+    spans, instants, counters = recorder.spans, recorder.instants, recorder.counters
+    for kind, track, name, t0, t1, value, attr in zip(
+            cols["kind"], cols["track"], cols["name"], cols["t0"], cols["t1"], cols["value"],
+            attrs, strict=True):
+        if kind == "span":
+            spans.append(Span(track, name, t0, t1, attr))
+        elif kind == "instant":
+            instants.append(Instant(track, name, t0, attr))
+        elif kind == "counter":
+            counters.append(Counter(track, name, t0, value))
+        else:
+            raise ValueError(f"{path}: unknown record kind {kind!r}")
+    per_request = any(t.endswith(".requests") for t in dict.fromkeys(cols["track"]))
+    recorder.detail = "request" if per_request else "phase"
+    return recorder

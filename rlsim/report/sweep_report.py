@@ -1,0 +1,394 @@
+"""report.html of a parameter sweep: each metric against each swept key, and heatmaps.
+
+Owns reading a sweep folder (DIR/sweep.json with the swept `keys` and `reps`, and the
+Parquet dataset DIR/results/ with one row per point and replicate) and the sweep page:
+a points table, per key one plot per main metric (mean over replicates, error bars from
+the replicates' min to max; one line per value of the other key when two keys are swept),
+a chooser over every other metric that varies, a heatmap per pair of keys, and the rows
+that failed. A key with many distinct numeric values (random search) is drawn as a scatter
+of every row instead of lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsim.config.errors import ScenarioError
+from rlsim.report.page import Page, esc, table, write_atomic
+from rlsim.report.style import layout, run_color
+
+MAIN_METRICS = ("step_time_s.mean", "throughput.samples_per_s", "cost.usd_per_1k_samples",
+                "goodput")
+"""Plotted first, in this order (prefix match); then gpu_util.*, then the rest."""
+
+_NOT_METRICS = {"point", "replicate", "seed", "error"}
+_LAST = ("wall_s", "events")  # facts about the simulation, not the simulated system
+CONTINUOUS_MIN_VALUES = 12
+"""A numeric key with more distinct values than this, nearly one per point, is continuous."""
+MAX_LINES = 8
+MAX_POINTS_ROWS = 30
+
+METRIC_LABELS = {
+    "step_time_s.mean": "step time mean (s)",
+    "step_time_s.p50": "step time p50 (s)",
+    "step_time_s.p99": "step time p99 (s)",
+    "throughput.samples_per_s": "samples/s",
+    "throughput.tokens_per_s": "tokens/s",
+    "cost.usd_per_1k_samples": "$ per 1k samples",
+    "cost.usd_per_hour": "$ per hour",
+    "goodput_samples_per_s": "goodput (samples/s)",
+}
+
+
+def metric_label(name: str) -> str:
+    if name in METRIC_LABELS:
+        return METRIC_LABELS[name]
+    if name.startswith("gpu_util."):
+        return f"GPU util {name.removeprefix('gpu_util.')} (fraction)"
+    if name.startswith("phase_time_s."):
+        return f"{name.removeprefix('phase_time_s.')} time per step (s)"
+    return name
+
+
+def is_sweep_dir(path: Path) -> bool:
+    """A sweep folder has sweep.json (its spec); a run folder has summary.json instead."""
+    return (Path(path) / "sweep.json").is_file()
+
+
+@dataclass
+class Sweep:
+    """A sweep's spec and results as columns (lists, one entry per row)."""
+
+    path: Path
+    spec: dict[str, Any]
+    keys: list[str]
+    columns: dict[str, list[Any]]
+    numeric: set[str]
+
+    @property
+    def rows(self) -> int:
+        return len(self.columns.get("point", []))
+
+    def ok_rows(self) -> np.ndarray:
+        errors = self.columns.get("error") or [None] * self.rows
+        return np.asarray([not e for e in errors], dtype=bool)
+
+    def metrics(self) -> list[str]:
+        """Numeric metric columns that vary across successful rows, main ones first."""
+        ok = self.ok_rows()
+        out = []
+        for name in self.columns:
+            if name in _NOT_METRICS or name in self.keys or name not in self.numeric:
+                continue
+            v = _floats(self.columns[name])[ok]
+            v = v[np.isfinite(v)]
+            if len(v) and np.ptp(v) > 1e-12 * max(1.0, float(np.abs(v).max())):
+                out.append(name)
+
+        def rank(m: str) -> tuple[int, int, str]:
+            for i, prefix in enumerate(MAIN_METRICS):
+                if m.startswith(prefix):
+                    return (0, i, m)
+            if m.startswith("gpu_util."):
+                return (1, 0, m)
+            return (3 if m in _LAST else 2, 0, m)
+
+        return sorted(out, key=rank)
+
+    def main_metrics(self) -> list[str]:
+        return [m for m in self.metrics()
+                if m.startswith(MAIN_METRICS) or m.startswith("gpu_util.")]
+
+    def values(self, key: str) -> list[Any]:
+        """Distinct values of a key in plotting order (numeric ascending, else first seen)."""
+        seen = list(dict.fromkeys(v for v in self.columns[key] if v is not None))
+        if key in self.numeric:
+            return sorted(seen)
+        return seen
+
+    def continuous(self, key: str) -> bool:
+        """A key drawn at random (`--random N --range key=lo:hi`, listed under the spec's
+        `ranges`) is continuous: plotted as a scatter. Without that record, a numeric key
+        with many distinct values (more than half the settings) is taken as one."""
+        ranges = self.spec.get("ranges")
+        if isinstance(ranges, dict):
+            return key in ranges and key in self.numeric
+        n = len(self.values(key))
+        reps = max(1, len(set(self.columns.get("replicate", [0]))))
+        settings = self.rows / reps
+        return key in self.numeric and n > CONTINUOUS_MIN_VALUES and n > settings / 2
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    return np.asarray([np.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def load_sweep(sweep_dir: Path) -> Sweep:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sweep_dir = Path(sweep_dir)
+    if not is_sweep_dir(sweep_dir):
+        raise ScenarioError("SWEEP_DIR", f"{sweep_dir} has no sweep.json: not an rlsim sweep "
+                            "folder; run `rlsim sweep ... --out DIR` first")
+    try:
+        spec = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ScenarioError("SWEEP_DIR", f"{sweep_dir}/sweep.json is unreadable ({err})") from None
+    keys = [str(k) for k in spec.get("keys") or []]
+    results = sweep_dir / "results"
+    columns: dict[str, list[Any]] = {}
+    numeric: set[str] = set()
+    has_files = results.is_dir() and any(results.glob("*.parquet"))
+    if has_files:
+        try:
+            tbl = pq.read_table(results)
+        except (OSError, ValueError) as err:
+            raise ScenarioError("SWEEP_DIR", f"{results} is unreadable ({err})") from None
+        for name in tbl.column_names:
+            columns[name] = tbl.column(name).to_pylist()
+            typ = tbl.schema.field(name).type
+            if pa.types.is_integer(typ) or pa.types.is_floating(typ):
+                numeric.add(name)
+    return Sweep(sweep_dir, spec, keys, columns, numeric)
+
+
+# ---------------------------------------------------------------- aggregation
+def _stats(sw: Sweep, metric: str, by: list[str], ok: np.ndarray
+           ) -> dict[tuple[Any, ...], tuple[float, float, float, int]]:
+    """Group successful rows by the values of `by`: (mean, min, max, rows) of the metric."""
+    vals = _floats(sw.columns[metric])
+    groups: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    cols = [sw.columns[k] for k in by]
+    for i in np.flatnonzero(ok & np.isfinite(vals)):
+        groups[tuple(c[i] for c in cols)].append(float(vals[i]))
+    return {k: (float(np.mean(v)), float(np.min(v)), float(np.max(v)), len(v))
+            for k, v in groups.items()}
+
+
+def _order(values: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+    """Numbers ascending, then anything else by its text (keys may mix types)."""
+    return tuple((0, v) if isinstance(v, int | float) and not isinstance(v, bool)
+                 else (1, str(v)) for v in values)
+
+
+def _anchor(key: str) -> str:
+    """An id usable in CSS selectors and URLs (swept keys contain dots)."""
+    return "key-" + re.sub(r"[^A-Za-z0-9_-]", "-", key)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _series_figure(sw: Sweep, metric: str, key: str) -> dict[str, Any]:
+    """The metric against one key (lines or scatter); see the module docstring."""
+    ok = sw.ok_rows()
+    others = [k for k in sw.keys if k != key]
+    traces: list[dict[str, Any]] = []
+    xs = sw.values(key)
+    if sw.continuous(key):
+        color_key = others[0] if len(others) == 1 and len(sw.values(others[0])) <= MAX_LINES \
+            else None
+        col = sw.columns[key]
+        y = _floats(sw.columns[metric])
+        levels = sw.values(color_key) if color_key else [None]
+        for i, level in enumerate(levels):
+            pick = [j for j in np.flatnonzero(ok & np.isfinite(y))
+                    if color_key is None or sw.columns[color_key][j] == level]
+            traces.append({"type": "scatter", "mode": "markers",
+                           "name": f"{color_key}={_fmt(level)}" if color_key else metric,
+                           "x": [col[j] for j in pick], "y": [float(y[j]) for j in pick],
+                           "marker": {"color": run_color(i), "size": 7, "opacity": 0.75}})
+    else:
+        if others and len(others) <= 2:
+            combos = sorted({tuple(sw.columns[o][j] for o in others)
+                             for j in np.flatnonzero(ok)}, key=_order)
+        else:
+            combos = []
+        by_line = len(combos) <= MAX_LINES and combos
+        stats = _stats(sw, metric, [key, *others] if by_line else [key], ok)
+        lines = combos if by_line else [()]
+        for i, combo in enumerate(lines):
+            pts = [(x, stats[(x, *combo)]) for x in xs if (x, *combo) in stats]
+            if not pts:
+                continue
+            name = (", ".join(f"{o}={_fmt(v)}" for o, v in zip(others, combo, strict=True))
+                    if combo else ("mean over the other keys" if others else metric))
+            means = [p[1][0] for p in pts]
+            traces.append({
+                "type": "scatter", "mode": "lines+markers", "name": name,
+                "x": [p[0] if key in sw.numeric else str(p[0]) for p in pts], "y": means,
+                "error_y": {"type": "data", "symmetric": False,
+                            "array": [p[1][2] - p[1][0] for p in pts],
+                            "arrayminus": [p[1][0] - p[1][1] for p in pts],
+                            "thickness": 1.2, "width": 4},
+                "customdata": [[p[1][1], p[1][2], p[1][3]] for p in pts],
+                "hovertemplate": f"{esc(key)}=%{{x}}<br>mean %{{y:.4g}}<br>"
+                                 "min %{customdata[0]:.4g} · max %{customdata[1]:.4g} "
+                                 "(%{customdata[2]} rows)<extra>%{fullData.name}</extra>",
+                "line": {"color": run_color(i), "width": 2},
+                "marker": {"color": run_color(i), "size": 7}})
+    xaxis: dict[str, Any] = {}
+    if key not in sw.numeric:
+        xaxis = {"type": "category"}
+    elif not sw.continuous(key) and len(xs) > 2 and min(xs) > 0 and max(xs) / min(xs) >= 8:
+        # Powers-of-two grids (tp, batch) read better on log axes, ticked at the grid.
+        xaxis = {"type": "log", "tickvals": xs, "ticktext": [_fmt(x) for x in xs]}
+    return {"data": traces, "layout": layout(key, metric_label(metric), height_px=300,
+                                             xaxis=xaxis, showlegend=len(traces) > 1)}
+
+
+def _chooser_figure(sw: Sweep, metrics: list[str], key: str) -> dict[str, Any]:
+    """Every listed metric against one key in one figure, with a menu choosing the metric."""
+    data: list[dict[str, Any]] = []
+    spans = []
+    for m in metrics:
+        fig = _series_figure(sw, m, key)
+        spans.append((len(data), len(fig["data"])))
+        data.extend(fig["data"])
+    buttons = []
+    for m, (start, n) in zip(metrics, spans, strict=True):
+        visible = [start <= i < start + n for i in range(len(data))]
+        buttons.append({"label": metric_label(m), "method": "update",
+                        "args": [{"visible": visible},
+                                 {"yaxis.title.text": metric_label(m)}]})
+    for i, tr in enumerate(data):
+        tr["visible"] = i < spans[0][1]
+    base = _series_figure(sw, metrics[0], key)["layout"]
+    base["height"] = 360
+    # The menu sits above the plot on the left; the legend moves to the right of it.
+    base["margin"] = {**base["margin"], "t": 50}
+    base["legend"] = {"orientation": "v", "x": 1.02, "y": 1, "xanchor": "left",
+                      "yanchor": "top", "font": {"size": 11}}
+    base["updatemenus"] = [{"buttons": buttons, "direction": "down", "x": 0, "y": 1.04,
+                            "xanchor": "left", "yanchor": "bottom", "showactive": True}]
+    return {"data": data, "layout": base}
+
+
+def _heatmap(sw: Sweep, metric: str, kx: str, ky: str) -> dict[str, Any]:
+    ok = sw.ok_rows()
+    stats = _stats(sw, metric, [kx, ky], ok)
+    xs, ys = sw.values(kx), sw.values(ky)
+    z = [[stats[(x, y)][0] if (x, y) in stats else None for x in xs] for y in ys]
+    return {"data": [{"type": "heatmap", "x": [_fmt(x) for x in xs], "y": [_fmt(y) for y in ys],
+                      "z": z, "colorscale": "Viridis", "texttemplate": "%{z:.3g}",
+                      "hovertemplate": f"{esc(kx)}=%{{x}}<br>{esc(ky)}=%{{y}}<br>"
+                                       "mean %{z:.4g}<extra></extra>",
+                      "colorbar": {"thickness": 12}}],
+            "layout": layout(kx, ky, height_px=320, xaxis={"type": "category"},
+                             yaxis={"type": "category"})}
+
+
+# ---------------------------------------------------------------- page
+def _points_table(sw: Sweep, metrics: list[str]) -> str:
+    ok = sw.ok_rows()
+    if not metrics or not ok.any():
+        return ""
+    stats = {m: _stats(sw, m, sw.keys, ok) for m in metrics}
+    combos = list(stats[metrics[0]])
+    if metrics[0].startswith(("step_time", "cost")):
+        combos.sort(key=lambda c: stats[metrics[0]][c][0])
+    else:
+        combos.sort(key=lambda c: -stats[metrics[0]][c][0])
+    shown = combos[:MAX_POINTS_ROWS]
+    rows = [[esc(", ".join(f"{k}={_fmt(v)}" for k, v in zip(sw.keys, c, strict=True)))]
+            + [esc(f"{stats[m][c][0]:.4g}") if c in stats[m] else "–" for m in metrics]
+            + [str(stats[metrics[0]][c][3])] for c in shown]
+    head = ["point (sorted by " + esc(metric_label(metrics[0])) + ")",
+            *(esc(metric_label(m)) for m in metrics), "rows"]
+    more = (f'<p class="caption">Best {len(shown)} of {len(combos)} points shown.</p>'
+            if len(combos) > len(shown) else "")
+    return table(head, rows) + more
+
+
+def _errors_table(sw: Sweep) -> str:
+    errors = sw.columns.get("error") or []
+    bad = [i for i, e in enumerate(errors) if e]
+    if not bad:
+        return ""
+    rows = [[esc(sw.columns["point"][i]), esc(sw.columns.get("replicate", [""] * sw.rows)[i]),
+             esc(", ".join(f"{k}={_fmt(sw.columns[k][i])}" for k in sw.keys)),
+             f'<span style="text-align:left">{esc(errors[i])}</span>'] for i in bad[:200]]
+    return table(["point", "replicate", "values", "error"], rows)
+
+
+def render_sweep(sweep_dir: Path) -> str:
+    """The sweep page (raises ScenarioError for a folder that is not a sweep)."""
+    sw = load_sweep(sweep_dir)
+    spec = sw.spec
+    scenario = spec.get("scenario") or spec.get("name") or sw.path.name
+    if isinstance(scenario, dict):
+        scenario = scenario.get("name", sw.path.name)
+    chips = [("keys", ", ".join(sw.keys) or "none")]
+    for k in sw.keys:
+        if k in sw.columns:
+            chips.append((k, ", ".join(_fmt(v) for v in sw.values(k)[:12])
+                          + (" …" if len(sw.values(k)) > 12 else "")))
+    if "reps" in spec:
+        chips.append(("replicates", str(spec["reps"])))
+    errors = int((~sw.ok_rows()).sum()) if sw.rows else 0
+    chips.append(("rows", f"{sw.rows} ({errors} failed)"))
+    page = Page(f"rlsim sweep · {scenario}", f"Sweep folder {sw.path}", chips)
+    metrics = sw.metrics()
+    main = sw.main_metrics() or metrics[:4]
+    page.section("points", "Points",
+                 "Mean over replicates of the main metrics at each point of the grid.")
+    if sw.rows == 0:
+        page.absent("No results yet: results/ holds no Parquet files.")
+        return page.html()
+    if not metrics:
+        page.absent("No metric varies across the successful rows.")
+    page.raw(_points_table(sw, main))
+    for key in sw.keys:
+        if key not in sw.columns:
+            page.section(_anchor(key), f"Metrics vs {key}")
+            page.absent(f"The results have no column {key!r}.")
+            continue
+        cont = sw.continuous(key)
+        caption = ("Every successful row as a point (the key takes many distinct values)."
+                   if cont else
+                   "Mean over replicates; error bars span the replicates' min to max. "
+                   + ("One line per value of the other key." if len(sw.keys) == 2 else
+                      "One line per combination of the other keys (or their mean when there "
+                      "are too many)." if len(sw.keys) > 2 else ""))
+        page.section(_anchor(key), f"Metrics vs {key}", esc(caption))
+        page.grid([page.plot_html(_series_figure(sw, m, key), metric_label(m))
+                   for m in main])
+        rest = [m for m in metrics if m not in main]
+        if rest:
+            page.sub("Other metrics", "Choose the metric in the menu at the top left.")
+            page.plot(_chooser_figure(sw, rest, key))
+    pairs = [(a, b) for a, b in combinations(sw.keys, 2)
+             if a in sw.columns and b in sw.columns]
+    if pairs and main:
+        page.section("heatmaps", "Heatmaps",
+                     "Mean over replicates (and over any other keys) for each pair of keys; "
+                     "blank cells were not run or failed.")
+        for a, b in pairs:
+            page.sub(f"{a} × {b}")
+            page.grid([page.plot_html(_heatmap(sw, m, a, b), metric_label(m))
+                       for m in main[:6]])
+    page.section("errors", "Failed rows",
+                 "Points whose simulation raised an error (they are left out of the plots).")
+    errs = _errors_table(sw)
+    if errs:
+        page.raw(errs)
+    else:
+        page.absent("No failed rows.")
+    return page.html()
+
+
+def write_sweep_report(sweep_dir: Path, path: Path) -> None:
+    write_atomic(render_sweep(sweep_dir), Path(path))
+
