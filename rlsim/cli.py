@@ -142,8 +142,8 @@ def run(
         return
     typer.echo(_format_table([result.summary], [result.scenario.name]))
     if out is not None:
-        typer.echo(f"\nwrote {out}/ (summary.json, records.parquet, trace.json, "
-                   "scenario.resolved.yaml)")
+        typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "
+                   "trace.json, scenario.resolved.yaml)")
 
 
 @app.command()
@@ -158,7 +158,7 @@ def compare(
 ) -> None:
     """Simulate several scenarios (or variants of one) and print them side by side."""
     from rlsim.api import compare as compare_runs
-    from rlsim.api import write_run
+    from rlsim.api import write_comparison_report, write_run
 
     common = _overrides(set_)
     plans: list[tuple[Path, list[str], str]] = []
@@ -174,17 +174,108 @@ def compare(
         names.append(short or res.scenario.name or f"run{i}")
     if out is not None:
         for i, res in enumerate(results):
-            write_run(res, out / f"{i}-{_slug(names[i])}")
+            write_run(res, out / f"{i}-{_slug(names[i])}", name=names[i])
+        write_comparison_report(results, names, out / "report.html")
     if as_json:
         typer.echo(json.dumps(compare_runs(results)))
         return
     typer.echo(_format_table([r.summary for r in results], names))
     if out is not None:
-        typer.echo(f"\nwrote {len(results)} run folders under {out}/")
+        typer.echo(f"\nwrote {len(results)} run folders and the comparison "
+                   f"{out / 'report.html'} under {out}/")
+
+
+@app.command()
+def report(
+    dirs: Annotated[list[Path], typer.Argument(
+        help="Run folders (rlsim run/compare --out), compared side by side with ratios "
+        "against the first; or one sweep folder (rlsim sweep --out).")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="HTML file to write; default report.html in the run or sweep folder "
+        "(in the runs' common parent folder for several runs).")] = None,
+) -> None:
+    """Write the HTML report (plotly, opens offline) of saved runs or of a sweep."""
+    from rlsim.report.html import write_report
+    from rlsim.report.rundata import is_run_dir, load_run
+    from rlsim.report.sweep_report import is_sweep_dir, write_sweep_report
+
+    for d in dirs:
+        if not d.is_dir():
+            _fail(f"RUN_DIR: {d} is not a folder; give run folders written by "
+                  "`rlsim run --out DIR` or a sweep folder written by `rlsim sweep --out DIR`")
+    sweeps = [d for d in dirs if is_sweep_dir(d)]
+    if sweeps:
+        if len(dirs) > 1:
+            _fail("RUN_DIR: a sweep folder is reported on its own; give one sweep folder or "
+                  "only run folders")
+        target = out or dirs[0] / "report.html"
+        write_sweep_report(dirs[0], target)
+    else:
+        for d in dirs:
+            if not is_run_dir(d):
+                _fail(f"RUN_DIR: {d} has no summary.json: not a complete rlsim run folder; "
+                      "run `rlsim run ... --out DIR` first")
+        runs = [load_run(d) for d in dirs]
+        parents = {d.resolve().parent for d in dirs}
+        target = out or (dirs[0] / "report.html" if len(dirs) == 1 else
+                         (parents.pop() if len(parents) == 1 else Path.cwd()) / "report.html")
+        write_report(runs, target)
+    typer.echo(f"wrote {target}")
 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:60]
+
+
+@app.command()
+def sweep(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Sweep folder: sweep.json and results/ (Parquet, one file per point).")],
+    grid: Annotated[list[str] | None, typer.Option(
+        "--grid", help="key=v1,v2,...: values of one field, YAML scalars as in --set "
+        "(repeatable; the points are the product of the grids).")] = None,
+    random: Annotated[int | None, typer.Option(
+        "--random", help="N random points drawn from the --range keys (times the grid).")]
+        = None,
+    range_: Annotated[list[str] | None, typer.Option(
+        "--range", help="key=lo:hi: uniform range of a random key, integers when both "
+        "bounds are (repeatable).")] = None,
+    reps: Annotated[int, typer.Option(
+        "--reps", help="Replicates per point; replicate 0 uses the scenario's seed.")] = 1,
+    set_: SetOpt = None,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="local (process pool) or ray.")] = "local",
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", help="Parallel workers (default: one per CPU).")] = None,
+    address: Annotated[str | None, typer.Option(
+        "--address", help="Ray cluster address (with --executor ray).")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the sweep in --out: run only its unfinished points.")]
+        = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one scenario over a grid (and random points) of field values, in parallel."""
+    from rlsim.sweep import PointFailed, build_spec, check_executor, run_sweep
+    from rlsim.sweep.display import ProgressBar, summary_lines
+
+    check_executor(executor, jobs, address)
+    spec, ctx = build_spec(scenario, _overrides(set_), grid or [], random, range_ or [], reps)
+    try:
+        outcome = run_sweep(spec, ctx, out, executor=executor, jobs=jobs, address=address,
+                            resume=resume, progress=ProgressBar())
+    except PointFailed as err:
+        _fail(f"sweep: {err}; finished points are kept: rerun with --resume", code=1)
+    if not outcome.interrupted:
+        for line in summary_lines(outcome, spec.keys):
+            typer.echo(line, err=True)
+    if as_json:
+        typer.echo(json.dumps({"out": str(out), "points": outcome.points, "done": outcome.done,
+                               "failed": outcome.failed, "interrupted": outcome.interrupted}))
+    if outcome.interrupted:
+        typer.echo(f"interrupted: {outcome.done} of {outcome.points} points done; resume "
+                   "with --resume", err=True)
+        raise typer.Exit(130)
 
 
 @app.command()

@@ -1,0 +1,87 @@
+"""One sweep point, run where a worker runs it: validate, simulate, flatten to a row.
+
+Owns the row a point becomes: `point`, `replicate`, `seed`, one column per swept key,
+`error` (None, or the one-line ScenarioError of an invalid point, whose metrics are then
+absent), and the run summary flattened to dotted numeric columns (`step_time_s.mean`,
+`gpu_util.cluster`, ...). Wall-clock figures (`wall_s`) and non-numeric leaves are left
+out so that a row depends only on the scenario and the point: the same spec gives the same
+rows on any executor. A metric whose name is also a swept key (`steps`) is left out too:
+the key's column already holds it.
+
+Workers get the `PointContext` once (the scenario mapping as read from its file) and then
+only small `Point`s, so a point costs one validation (~1 ms) plus its simulation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsim.api import simulate
+from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import scenario_from_dict
+from rlsim.config.scenario import Scenario
+from rlsim.sweep.spec import ERROR_COLUMN, Point, PointContext
+
+# Summary leaves that measure this machine rather than the simulated cluster.
+WALL_CLOCK = frozenset({"wall_s"})
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """A finished point: its row and the seconds it took (for the progress ETA only)."""
+
+    row: dict[str, Any]
+    seconds: float
+
+
+def validate(ctx: PointContext, point: Point) -> tuple[Scenario, Path]:
+    """The point's scenario (its overrides applied), or ScenarioError."""
+    return scenario_from_dict(ctx.data, list(point.overrides), ctx.base_dir, ctx.source)
+
+
+def error_line(err: ScenarioError) -> str:
+    """The error as one line, without the scenario path (the same for every point)."""
+    return ScenarioError(err.field, err.message).line().replace("\n", " ")
+
+
+def run_point(ctx: PointContext, point: Point) -> PointResult:
+    """Simulate one point; an invalid point becomes a row with `error` set."""
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"point": point.id, "replicate": point.replicate, "seed": point.seed}
+    row.update(zip(ctx.keys, point.values, strict=True))
+    row[ERROR_COLUMN] = None
+    try:
+        scenario, base = validate(ctx, point)
+        summary = simulate(scenario, base).summary
+    except ScenarioError as err:
+        row[ERROR_COLUMN] = error_line(err)
+    else:
+        taken = set(row)
+        row.update((k, v) for k, v in flatten_metrics(summary).items() if k not in taken)
+    return PointResult(row, time.perf_counter() - t0)
+
+
+def flatten_metrics(summary: dict[str, Any]) -> dict[str, int | float]:
+    """Numeric leaves as dotted names; ints stay ints, floats stay floats (bools dropped)."""
+    out: dict[str, int | float] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}{key}.", value)
+            return
+        name = prefix[:-1]
+        if name in WALL_CLOCK or isinstance(node, bool | np.bool_):
+            return
+        if isinstance(node, int | np.integer):
+            out[name] = int(node)
+        elif isinstance(node, float | np.floating):
+            out[name] = float(node)
+
+    walk("", summary)
+    return out

@@ -1,0 +1,140 @@
+"""Running sweeps: rows equal `simulate`, invalid points are rows, one schema, resume rules."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rlsim.api import simulate
+from rlsim.config.loading import load_scenario
+from rlsim.sweep import build_spec, read_results, run_sweep
+from rlsim.sweep.store import ResultStore
+from rlsim.sweep.worker import flatten_metrics
+from tests.cli.test_bad_input import run_cli
+
+
+def test_point_metrics_equal_simulate_of_the_same_overrides(scenario, tmp_path):
+    spec, ctx = build_spec(scenario, ["steps=3"], ["workload.prompts_per_step=4,8"], None, [], 2)
+    outcome = run_sweep(spec, ctx, tmp_path / "s", jobs=2)
+    assert (outcome.points, outcome.done, outcome.failed) == (4, 4, 0)
+    rows = read_results(tmp_path / "s").to_pylist()
+    assert [r["point"] for r in rows] == [0, 1, 2, 3]
+    for row in rows:
+        overrides = ["steps=3", f"workload.prompts_per_step={row['workload.prompts_per_step']}"]
+        if row["replicate"]:
+            overrides.append(f"seed={row['seed']}")
+        want = flatten_metrics(simulate(*load_scenario(scenario, overrides)).summary)
+        got = {k: v for k, v in row.items() if k in want}
+        assert got == want
+        assert "wall_s" not in row and row["error"] is None
+    # Replicates differ (their own seeds); the same replicate is reproducible.
+    assert rows[0]["step_time_s.mean"] != rows[1]["step_time_s.mean"]
+
+
+def test_columns_named_by_key_and_typed(scenario, tmp_path):
+    spec, ctx = build_spec(scenario, [], ["workload.prompts_per_step=4,8",
+                                          "reward.latency.sigma=0.5,1"], None, [], 1)
+    run_sweep(spec, ctx, tmp_path / "s", jobs=2)
+    table = pq.read_table(tmp_path / "s" / "results")
+    names = table.column_names
+    assert names[:6] == ["point", "replicate", "seed", "workload.prompts_per_step",
+                         "reward.latency.sigma", "error"]
+    assert table.schema.field("workload.prompts_per_step").type == pa.int64()
+    assert table.schema.field("reward.latency.sigma").type == pa.float64()
+    for metric in ("step_time_s.mean", "phase_time_s.gen", "throughput.samples_per_s",
+                   "gpu_util.cluster", "cost.usd_per_1k_samples", "staleness.mean"):
+        assert table.schema.field(metric).type == pa.float64(), metric
+    assert table.schema.field("events").type == pa.int64()
+    assert all(t in (pa.int64(), pa.float64()) for t in table.schema.types[6:])
+    assert "wall_s" not in names and not any(n.startswith("profiles") for n in names)
+
+
+def test_invalid_point_is_an_error_row_and_parts_share_one_schema(scenario, tmp_path):
+    # The invalid value comes first and jobs=1, so its row is written before any metric
+    # column is known: the store must widen it afterwards.
+    spec, ctx = build_spec(scenario, [], ["rollout.tp=16,1"], None, [], 1)
+    outcome = run_sweep(spec, ctx, tmp_path / "s", jobs=1)
+    assert (outcome.done, outcome.failed) == (2, 1)
+    bad, good = outcome.table.to_pylist()
+    assert bad["rollout.tp"] == 16 and "rollout.tp" in bad["error"]
+    assert "\n" not in bad["error"] and bad["step_time_s.mean"] is None
+    assert good["error"] is None and good["step_time_s.mean"] > 0
+    schemas = {str(pq.read_schema(p)) for p in (tmp_path / "s" / "results").iterdir()}
+    assert len(schemas) == 1
+
+
+def test_store_widens_types_and_adds_columns(tmp_path):
+    columns = [("point", "int64"), ("replicate", "int64"), ("seed", "int64"), ("k", "string"),
+               ("error", "string")]
+    store = ResultStore.open(tmp_path / "s", {"x": 1}, columns, resume=False)
+    base = {"replicate": 0, "seed": 0, "k": "a", "error": None}
+    store.write({**base, "point": 0, "m": 0})          # an int ...
+    store.write({**base, "point": 1, "m": 2.5, "n": 1})  # ... then a float, and a new metric
+    store.write({**base, "point": 2, "error": "x: bad"})
+    table = pq.read_table(tmp_path / "s" / "results").sort_by("point")
+    assert table.schema.field("m").type == pa.float64()
+    assert table.column("m").to_pylist() == [0.0, 2.5, None]
+    assert table.column("n").to_pylist() == [None, 1, None]
+    reopened = ResultStore.open(tmp_path / "s", {"x": 1}, columns, resume=True)
+    assert reopened.done == {0, 1, 2} and reopened.schema() == table.schema
+
+
+def test_resume_with_a_different_spec_exits_2(scenario, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "s"
+    base = ["sweep", str(scenario), "--out", str(out), "--grid", "steps=1,2"]
+    assert run_cli([*base, "--json"], monkeypatch, capsys)[0] == 0
+    before = sorted(p.name for p in (out / "results").iterdir())
+    code, _, err = run_cli(["sweep", str(scenario), "--out", str(out), "--grid", "steps=1,3",
+                            "--resume"], monkeypatch, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--resume" in err and "grid" in err and '"3"' in err
+    code, _, err = run_cli([*base, "--reps", "2", "--resume"], monkeypatch, capsys)
+    assert code == 2 and "reps" in err
+    scenario.write_text(scenario.read_text() + "\n# edited\n")
+    code, _, err = run_cli([*base, "--resume"], monkeypatch, capsys)
+    assert code == 2 and "scenario_sha256" in err
+    assert sorted(p.name for p in (out / "results").iterdir()) == before
+
+
+def test_out_with_results_needs_resume(scenario, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "s"
+    args = ["sweep", str(scenario), "--out", str(out), "--grid", "steps=1,2"]
+    assert run_cli(args, monkeypatch, capsys)[0] == 0
+    code, _, err = run_cli(args, monkeypatch, capsys)
+    assert code == 2 and "use --resume or another --out" in err
+    assert len(err.strip().splitlines()) == 1
+    # --resume of a finished sweep runs nothing and succeeds.
+    code, stdout, _ = run_cli([*args, "--resume", "--json"], monkeypatch, capsys)
+    assert code == 0 and json.loads(stdout)["done"] == 2
+    code, _, err = run_cli(["sweep", str(scenario), "--out", str(tmp_path / "new"),
+                            "--grid", "steps=1,2", "--resume"], monkeypatch, capsys)
+    assert code == 2 and "--resume" in err and "sweep.json" in err
+
+
+def test_json_is_the_only_stdout(scenario, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "s"
+    code, stdout, err = run_cli(["sweep", str(scenario), "--out", str(out), "--grid",
+                                 "rollout.tp=1,16", "--grid", "steps=1,2", "--jobs", "2",
+                                 "--json"], monkeypatch, capsys)
+    assert code == 0
+    assert json.loads(stdout) == {"out": str(out), "points": 4, "done": 4, "failed": 2,
+                                  "interrupted": False}
+    assert "4/4 points" in err and "ETA" in err  # the progress bar
+    assert str(out / "results") in err and "step_time_s.mean (min)" in err
+    spec = json.loads((out / "sweep.json").read_text())
+    assert spec["points"] == 4 and spec["keys"] == ["rollout.tp", "steps"]
+    assert spec["grid"] == {"rollout.tp": ["1", "16"], "steps": ["1", "2"]}
+    code, stdout, _ = run_cli(["sweep", str(scenario), "--out", str(tmp_path / "t"), "--grid",
+                               "steps=1,2"], monkeypatch, capsys)
+    assert code == 0 and stdout == ""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_rows_do_not_depend_on_jobs(scenario, tmp_path, jobs):
+    spec, ctx = build_spec(scenario, [], ["steps=1,2,3"], 2, ["reward.latency.sigma=0.2:1"], 1)
+    run_sweep(spec, ctx, tmp_path / "ref", jobs=1)
+    run_sweep(spec, ctx, tmp_path / "s", jobs=jobs)
+    assert read_results(tmp_path / "s").equals(read_results(tmp_path / "ref"))
