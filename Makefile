@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick screenshots setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -60,6 +60,18 @@ validate: $(STAMP)
 validate-quick: $(STAMP)
 	$(BIN)/rlsim validate --quick --out runs/validate-quick \
 	  --report runs/validate-quick/validation.md
+
+# The README's pictures: the quickstart run's report and the example sweep's report, each
+# checked in headless chromium (no JS errors, every plot rendered) and screenshotted.
+SWEEP_EXAMPLE := scenarios/quickstart.yaml --set steps=10 --grid rollout.tp=1,2,4 \
+  --grid workload.prompts_per_step=64,128,256 --reps 3
+screenshots: $(STAMP)
+	$(BIN)/rlsim run scenarios/quickstart.yaml --out runs/quickstart
+	$(BIN)/python -m rlsim.report.browser runs/quickstart/report.html reports/quickstart-report.png
+	rm -rf runs/sweep-tp
+	$(BIN)/rlsim sweep $(SWEEP_EXAMPLE) --out runs/sweep-tp
+	$(BIN)/rlsim report runs/sweep-tp
+	$(BIN)/python -m rlsim.report.browser runs/sweep-tp/report.html reports/sweep-report.png
 
 calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json

@@ -330,6 +330,8 @@ def render_sweep(sweep_dir: Path) -> str:
     scenario = spec.get("scenario") or spec.get("name") or sw.path.name
     if isinstance(scenario, dict):
         scenario = scenario.get("name", sw.path.name)
+    scenario = Path(str(scenario)).name  # the file, not where this machine keeps it
+    overrides = spec.get("overrides") or []
     chips = [("keys", ", ".join(sw.keys) or "none")]
     for k in sw.keys:
         if k in sw.columns:
@@ -339,7 +341,8 @@ def render_sweep(sweep_dir: Path) -> str:
         chips.append(("replicates", str(spec["reps"])))
     errors = int((~sw.ok_rows()).sum()) if sw.rows else 0
     chips.append(("rows", f"{sw.rows} ({errors} failed)"))
-    page = Page(f"rlsim sweep · {scenario}", f"Sweep folder {sw.path}", chips)
+    fixed = f" with --set {' '.join(map(str, overrides))}" if overrides else ""
+    page = Page(f"rlsim sweep · {scenario}", f"Sweep folder {sw.path}{fixed}", chips)
     metrics = sw.metrics()
     main = sw.main_metrics() or metrics[:4]
     page.section("points", "Points",
