@@ -77,6 +77,9 @@ class Request:
         return self.prompt_tokens + self.generated
 
 
+_GAUGES = ("kv_tokens", "running", "waiting")
+
+
 class RolloutEngine:
     """A continuous-batching inference server on `tp` GPUs."""
 
@@ -131,11 +134,12 @@ class RolloutEngine:
         self._busy_requests = 0  # finished during the current busy period
         self._busy_tokens = 0
         self._track = f"rollout.{name}"
-        # Last emitted (kv_tokens, running, waiting): counters are written only on change.
+        # Last recorded (kv_tokens, running, waiting) and the change that is worth a record.
         self._gauges = (0, 0, 0)
-        for gauge in ("kv_tokens", "running", "waiting"):  # every series starts at 0
+        count_step = max(1, max_running_seqs // 32)
+        self._gauge_steps = (max(1, kv_capacity_tokens // 100), count_step)
+        for gauge in _GAUGES:  # every series starts at 0
             recorder.counter(self._track, gauge, env.now, 0)
-        self._kv_step = max(1, kv_capacity_tokens // 100)
         self.iterations = 0
         self.preemptions = 0
         self.finished = 0
@@ -453,26 +457,33 @@ class RolloutEngine:
             self._finish_segment()
 
     def _record_gauges(self) -> None:
-        """KV tokens in use and the running and waiting counts at a batch change, each only
-        when it changed since its last record. KV is recorded when it moved by at least
-        `_kv_step` tokens (1% of the cache) or reached 0: it changes at nearly every batch
-        change, and finer steps are invisible in a plot but cost a third of a large run's
-        time (measured on benchmarks/bench_large_sync.py)."""
-        kv = self.kv_used
-        now = (kv, self.running, len(self.waiting))
-        last = self._gauges
-        if now == last:
-            return
-        rec, t, track = self.recorder, self.env.now, self._track
-        if kv != last[0] and (kv == 0 or abs(kv - last[0]) >= self._kv_step):
-            rec.counter(track, "kv_tokens", t, kv)
-        else:
-            now = (last[0], now[1], now[2])
-        if now[1] != last[1]:
-            rec.counter(track, "running", t, now[1])
-        if now[2] != last[2]:
-            rec.counter(track, "waiting", t, now[2])
-        self._gauges = now
+        """KV tokens in use and the running and waiting counts at a batch change.
+
+        A gauge is recorded when it moved by at least its resolution since its last record,
+        or reached or left 0: KV by 1% of the cache, the counts by 1/32 of the running cap
+        (exact for caps up to 32). They change at nearly every batch change, and finer steps
+        are invisible in a plot but, recorded exactly, cost a fifth of a large run's time
+        and most of its memory (benchmarks/bench_large_sync.py).
+        """
+        # Called at every batch change: plain locals, no loop (it showed in profiles).
+        n_dec = len(self.decoding)
+        kv = self._kv_const + n_dec * self.clock + self._kv_prefill
+        run = len(self.prefilling) + n_dec
+        wait = len(self.waiting)
+        lkv, lrun, lwait = self._gauges
+        kv_step, count_step = self._gauge_steps
+        changed = False
+        if kv != lkv and (kv == 0 or lkv == 0 or abs(kv - lkv) >= kv_step):
+            self.recorder.counter(self._track, "kv_tokens", self.env.now, kv)
+            lkv, changed = kv, True
+        if run != lrun and (run == 0 or lrun == 0 or abs(run - lrun) >= count_step):
+            self.recorder.counter(self._track, "running", self.env.now, run)
+            lrun, changed = run, True
+        if wait != lwait and (wait == 0 or lwait == 0 or abs(wait - lwait) >= count_step):
+            self.recorder.counter(self._track, "waiting", self.env.now, wait)
+            lwait, changed = wait, True
+        if changed:
+            self._gauges = (lkv, lrun, lwait)
 
     def _go_idle(self) -> None:
         self._record_gauges()

@@ -192,3 +192,21 @@ def test_double_abort_at_segment_end_does_not_crash(toy_cost):
     env.run()
     assert {b.status, c.status} <= {"finished", "aborted"}
     assert e1.kv_used == 0 and e1.running == 0
+
+
+def test_gauges_record_queue_depths_and_kv(toy_cost):
+    """Running/waiting counts are exact for caps up to 32 (admission happens before the
+    record), every series starts and ends at 0, and KV stays within the cache."""
+    env = simpy.Environment()
+    rec = Recorder()
+    engine = RolloutEngine(env, "e", toy_cost, 50_000, 4, 2048, rec)
+    for i in range(10):
+        engine.submit(Request(i, 100, 50 + 10 * i))
+    env.run()
+    series: dict[str, list[float]] = {}
+    for c in rec.counters:
+        series.setdefault(c.name, []).append(c.value)
+    assert set(series) == {"kv_tokens", "running", "waiting"}
+    assert max(series["running"]) == 4 and max(series["waiting"]) == 6
+    assert all(s[0] == 0 and s[-1] == 0 for s in series.values())
+    assert 0 < max(series["kv_tokens"]) <= 50_000
