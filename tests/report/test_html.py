@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
@@ -165,9 +164,6 @@ def test_million_spans_render_fast_and_bounded():
     rec = big_recorder(1_000_000)
     assert len(rec.spans) == 1_000_000
     data = RunData("big", summarize(rec, 0.0, 0), rec, {"name": "big"})
-    t0 = time.perf_counter()
-    html = render_runs([data])
-    elapsed = time.perf_counter() - t0
+    html = render_runs([data])  # its time is a benchmark: benchmarks/bench_report.py
     assert "timeline downsampled" in html and "per-request spans" in html
     assert len(html.encode()) < 30e6
-    assert elapsed < 60  # ~4 s on the 2-core VM; generous for slow CI machines
