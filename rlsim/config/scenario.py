@@ -196,14 +196,33 @@ class LinkConfig(_Frozen):
     latency: Seconds = Field(default=0.00001, ge=0, description="One-way latency, e.g. '10 us'.")
 
 
+class TailBatchingConfig(_Frozen):
+    """RollPacker's tail batching: speculative over-provisioning of the short rounds."""
+
+    eta_p: float = Field(
+        default=1.25, ge=1.0, le=4.0,
+        description="Prompt over-provisioning: a short round launches ceil(eta_p * P0) "
+        "prompts (P0 = workload.prompts_per_step). RollPacker [P]: 1.25.",
+    )
+    eta_r: float = Field(
+        default=1.25, ge=1.0, le=4.0,
+        description="Response over-provisioning: ceil(eta_r * R0) responses per prompt "
+        "(R0 = workload.samples_per_prompt); a prompt is done when its first R0 finish. "
+        "RollPacker [P]: 1.25.",
+    )
+
+
 class PolicyConfig(_Frozen):
     """The single controller that orders the phases of each step."""
 
-    name: Literal["sync", "one_off"] = Field(
+    name: Literal["sync", "one_off", "tail_batching"] = Field(
         default="sync",
         description="sync: on-policy, phases in sequence; one_off: train step k on the "
-        "rollouts of step k-1 while step k generates.",
+        "rollouts of step k-1 while step k generates; tail_batching: RollPacker's short "
+        "rounds with over-provisioning and long rounds of the prompts they left unfinished.",
     )
+    tail_batching: TailBatchingConfig = Field(
+        default=TailBatchingConfig(), description="Settings of policy tail_batching.")
     placement: Literal["colocated", "disaggregated"] = Field(
         default="colocated",
         description="colocated: rollout and train time-share the same GPUs (offload/reload "

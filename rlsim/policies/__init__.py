@@ -10,6 +10,7 @@ import simpy
 from rlsim.policies.one_off import run_one_off
 from rlsim.policies.phases import Phases
 from rlsim.policies.sync import run_sync
+from rlsim.policies.tail_batching import run_tail_batching
 from rlsim.workload import Workload
 
 PolicyFn = Callable[[Phases, Workload], Generator[simpy.Event, Any, None]]
@@ -19,6 +20,8 @@ POLICIES: dict[str, tuple[PolicyFn, str]] = {
                        "(Solo-D)"),
     "one_off": (run_one_off, "one-step off-policy: train step k while step k+1 generates "
                              "(disaggregated)"),
+    "tail_batching": (run_tail_batching, "RollPacker: over-provisioned short rounds, long "
+                                         "rounds of the prompts they left unfinished"),
 }
 
 __all__ = ["POLICIES", "Phases", "PolicyFn"]

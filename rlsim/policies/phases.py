@@ -128,10 +128,11 @@ class Phases:
         self._rid += 1
         return self._rid
 
+    next_rid = _next_rid
+
     def _gen(self, step: int, groups: Sequence[PromptGroup],
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
         t0 = self.env.now
-        engines = self.c.engines
         reqs: list[Request] = []
         # Recorded rollouts only (both empty otherwise): rid of a first turn -> the turns of
         # its multi-turn sample; rid -> the sample's recorded reward latency.
@@ -153,23 +154,17 @@ class Phases:
                     rewards[self._rid] = g.reward_s[j]
                 reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
         barrier = Barrier(self.env, len(reqs))
-        # veRL splits the batch into equal contiguous chunks, one per engine, so the samples
-        # of one prompt land together and no engine rebalances: the long tail stays put.
-        # A multi-turn sample keeps its engine for every turn.
-        per, extra = divmod(len(reqs), len(engines))
-        start = 0
-        for i, engine in enumerate(engines):
-            end = start + per + (1 if i < extra else 0)
-            for req in reqs[start:end]:
+        for engine, chunk in self.engine_chunks(reqs):
+            for req in chunk:
                 sample_turns = multi.get(req.rid) if multi else None
                 if sample_turns is None:
                     req.on_done = barrier.arrive
                 else:
+                    # A multi-turn sample keeps its engine for every turn.
                     req.on_done = _Trajectory(
                         req.tag, req.prompt_tokens, sample_turns, rewards.get(req.rid), version,
                         engine, self.c.env_pool, self._next_rid, barrier.arrive).turn_done
                 engine.submit(req)
-            start = end
         done = yield barrier.done
         if not multi and not rewards:
             samples = [Sample(r.tag, r.prompt_tokens, r.generated, version) for r in done]
@@ -178,12 +173,32 @@ class Phases:
                        else Sample(x.tag, x.prompt_tokens, x.generated, version,
                                    rewards.get(x.rid))
                        for x in done]
-        # The report's length and latency distributions come from this one record per
-        # batch (in arrival order), not from per-request spans, which only request detail keeps.
+        self.record_responses(step, t0, samples, barrier.times)
+        return samples
+
+    def engine_chunks(self, reqs: Sequence[Request]) -> list[tuple[RolloutEngine,
+                                                                   Sequence[Request]]]:
+        """veRL's dispatch: the batch in equal contiguous chunks, one per engine, so the
+        samples of one prompt land together and no engine rebalances (the long tail stays
+        put)."""
+        engines = self.c.engines
+        per, extra = divmod(len(reqs), len(engines))
+        out: list[tuple[RolloutEngine, Sequence[Request]]] = []
+        start = 0
+        for i, engine in enumerate(engines):
+            end = start + per + (1 if i < extra else 0)
+            out.append((engine, reqs[start:end]))
+            start = end
+        return out
+
+    def record_responses(self, step: int, t0: float, samples: Sequence[Sample],
+                         times: Sequence[float]) -> None:
+        """The report's length and latency distributions come from this one record per
+        batch (in arrival order), not from per-request spans, which only request detail
+        keeps."""
         self.rec.instant(CONTROLLER, "responses", self.env.now, step=step,
                          response_tokens=[s.response_tokens for s in samples],
-                         latency_s=[round(t - t0, 6) for t in barrier.times])
-        return samples
+                         latency_s=[round(t - t0, 6) for t in times])
 
     # ------------------------------------------------------------------ reward
     def reward(self, step: int, samples: Sequence[Sample]) -> simpy.Process:

@@ -95,6 +95,13 @@ class Workload:
         return None if tokens is None else int(tokens.size)
 
     @property
+    def max_samples_per_prompt(self) -> int | None:
+        """The most responses a prompt can have (a trace records a fixed number per prompt),
+        or None when any number can be drawn."""
+        traced = self._trace_response_tokens
+        return None if traced is None else int(traced.shape[1])
+
+    @property
     def recorded_steps(self) -> int | None:
         """Steps in the recorded rollouts, or None unless the trace format is rollouts."""
         return None if self._rollouts is None else len(self._rollouts)

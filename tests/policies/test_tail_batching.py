@@ -1,0 +1,119 @@
+"""tail_batching (RollPacker): exactly P0 x R0 samples per step, every prompt trained at
+most once, every queued prompt served once in a long round that starts exactly when the
+queue holds P0, and with eta = 1 exactly a sync run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlsim.api import simulate
+from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import load_scenario, scenario_from_dict
+from tests.scenarios import tiny
+
+
+def _run(**changes):
+    scenario, base = scenario_from_dict(tiny(**changes))
+    return simulate(scenario, base)
+
+
+def _decisions(res):
+    return sorted((i for i in res.recorder.instants if i.name == "decision"),
+                  key=lambda i: i.attrs["step"])
+
+
+def test_eta_one_is_sync():
+    for placement in ("colocated", "disaggregated"):
+        sync = _run(steps=3, policy={"name": "sync", "placement": placement})
+        tail = _run(steps=3, policy={"name": "tail_batching", "placement": placement,
+                                     "tail_batching": {"eta_p": 1.0, "eta_r": 1.0}})
+        steps = [(s.t0, s.t1) for s in sync.recorder.spans if s.name == "step"]
+        assert [(s.t0, s.t1) for s in tail.recorder.spans if s.name == "step"] == steps
+        assert tail.summary["throughput"] == sync.summary["throughput"]
+        assert all(d.attrs["queued"] == [] for d in _decisions(tail))
+
+
+def test_over_provisioning_aborts_and_queues():
+    res = _run(steps=6, workload__prompts_per_step=8, workload__samples_per_prompt=4,
+               workload__response_len={"dist": "lognormal", "median": 300, "sigma": 1.2},
+               policy={"name": "tail_batching", "tail_batching": {"eta_p": 1.5,
+                                                                  "eta_r": 1.5}})
+    aborts = [i for i in res.recorder.instants if i.name == "abort"]
+    assert sum(i.attrs["requests"] for i in aborts) > 0
+    short = [d for d in _decisions(res) if d.attrs["what"] == "short_round"]
+    # ceil(1.5 x 8) = 12 prompts launched, 8 done: 4 queued per short round.
+    assert all(len(d.attrs["queued"]) == 4 for d in short)
+    assert any(d.attrs["what"] == "long_round" for d in _decisions(res))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    prompts=st.integers(1, 8),
+    samples=st.integers(1, 5),
+    sigma=st.floats(0.1, 2.0),
+    eta_p=st.floats(1.0, 2.0),
+    eta_r=st.floats(1.0, 2.0),
+    max_seqs=st.integers(1, 64),
+    steps=st.integers(1, 8),
+    placement=st.sampled_from(["colocated", "disaggregated"]),
+    seed=st.integers(0, 20),
+)
+def test_round_invariants(prompts, samples, sigma, eta_p, eta_r, max_seqs, steps, placement,
+                          seed):
+    res = _run(steps=steps, seed=seed, workload__prompts_per_step=prompts,
+               workload__samples_per_prompt=samples, rollout__max_running_seqs=max_seqs,
+               workload__response_len={"dist": "lognormal", "median": 200, "sigma": sigma},
+               policy={"name": "tail_batching", "placement": placement,
+                       "tail_batching": {"eta_p": eta_p, "eta_r": eta_r}})
+    rec = res.recorder
+    train = sorted((s for s in rec.spans if s.name == "train" and s.track == "controller"),
+                   key=lambda s: s.attrs["step"])
+    # exactly P0 x R0 samples per step, all on-policy
+    assert len(train) == steps
+    assert all(s.attrs["samples"] == prompts * samples for s in train)
+    assert all(s.attrs["staleness_max"] == 0 for s in train)
+    responses = [i for i in rec.instants if i.name == "responses"]
+    assert all(len(i.attrs["response_tokens"]) == prompts * samples for i in responses)
+    decisions = _decisions(res)
+    assert [d.attrs["step"] for d in decisions] == list(range(steps))
+    trained: list[int] = []
+    queue: list[int] = []
+    for d in decisions:
+        what, got, queued = d.attrs["what"], d.attrs["trained"], d.attrs["queued"]
+        assert len(got) == prompts
+        # the long round starts exactly when the queue holds P0 prompts, and takes the
+        # P0 oldest
+        assert (what == "long_round") == (len(queue) >= prompts)
+        if what == "long_round":
+            assert got == queue[:prompts] and queued == []
+            queue = queue[prompts:]
+        else:
+            assert not set(got) & set(queued)
+            queue += queued
+        assert d.attrs["queue"] == len(queue)
+        trained += got
+    # no prompt trained twice; every queued prompt is trained once or still queued at the end
+    assert len(trained) == len(set(trained))
+    assert not set(queue) & set(trained)
+    step_spans = sorted((s for s in rec.spans if s.name == "step"), key=lambda s: s.t0)
+    assert [s.attrs["round"] for s in step_spans] == [
+        "long" if d.attrs["what"] == "long_round" else "short" for d in decisions]
+    # aborted requests free their KV: every engine drains and stays within its cache
+    capacity = {i.attrs["track"]: i.attrs["kv_capacity_tokens"] for i in rec.instants
+                if i.name == "entity" and i.attrs["kind"] == "engine"}
+    for c in rec.counters:
+        if c.name == "kv_tokens":
+            assert c.value <= capacity[c.track]
+
+
+def test_trace_without_enough_responses_is_a_clear_error():
+    root = Path(__file__).resolve().parents[2]
+    scenario, base = load_scenario(root / "scenarios" / "quickstart.yaml",
+                                   ["policy.name=tail_batching", "steps=1"])
+    with pytest.raises(ScenarioError) as err:
+        simulate(scenario, base)
+    assert "policy.tail_batching.eta_r" in err.value.line()
