@@ -210,6 +210,11 @@ class TailBatchingConfig(_Frozen):
         "(R0 = workload.samples_per_prompt); a prompt is done when its first R0 finish. "
         "RollPacker [P]: 1.25.",
     )
+    reward_scheduler: bool = Field(
+        default=False,
+        description="RollPacker's reward scheduler: score each response on the reward pool "
+        "as soon as it finishes, overlapped with generation, instead of after the round.",
+    )
 
 
 class PolicyConfig(_Frozen):

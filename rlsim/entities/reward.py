@@ -29,6 +29,7 @@ class RewardPool:
         self.recorder = recorder
         self.track = track
         self._free_at = [0.0] * workers  # heap of the times each worker becomes free
+        self._open: list[float] | None = None  # submitted batch: [first submit, last end, n]
 
     def completion_times(self, latencies_s: Sequence[float]) -> list[float]:
         """Finish time of each sample submitted now, FCFS onto the first free worker."""
@@ -41,6 +42,26 @@ class RewardPool:
             heapq.heappush(free, end)
             out.append(end)
         return out
+
+    def submit(self, latency_s: float) -> float:
+        """Score one sample submitted now (asynchronous reward); returns its finish time.
+
+        The samples submitted since the last `close_batch` are recorded as one `score` span
+        when the batch is closed, so per-sample scoring costs no SimPy event.
+        """
+        end = self.completion_times([latency_s])[0]
+        if self._open is None:
+            self._open = [self.env.now, end, 0]
+        self._open[1] = max(self._open[1], end)
+        self._open[2] += 1
+        return end
+
+    def close_batch(self) -> None:
+        """Record the samples submitted one by one since the last call as one span."""
+        if self._open is not None:
+            t0, t1, n = self._open
+            self.recorder.span(self.track, "score", t0, t1, samples=int(n))
+            self._open = None
 
     def score(self, latencies_s: Sequence[float]) -> simpy.Process:
         """Score a batch submitted now; the process ends when the last sample is scored."""

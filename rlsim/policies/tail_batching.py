@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import simpy
@@ -47,6 +48,11 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "policy.tail_batching.eta_r", f"a short round needs ceil(eta_r x {r0}) = "
             f"{n_responses} responses per prompt but the trace records {most}; lower eta_r to "
             f"at most {most / r0:g} or use a synthetic workload (workload.response_len)")
+    if cfg.reward_scheduler and sc.reward.kind == "judge":
+        raise ScenarioError(
+            "policy.tail_batching.reward_scheduler", "scoring with a judge LLM as responses "
+            "finish is not modelled yet; set reward_scheduler: false or reward.kind: rule or "
+            "sandbox")
     colocated = ph.c.placement.colocated
     queue: deque[PromptGroup] = deque()
     draws = 0  # short rounds so far: each takes a fresh batch of prompts from the workload
@@ -57,24 +63,33 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             ph.rec.instant(CONTROLLER, "decision", t0, step=step, what="long_round",
                            queue=len(queue), trained=[g.prompt_id for g in groups],
                            queued=[])
-            samples = yield ph.gen(step, groups, version=step)
             kind = "long"
         else:
-            fresh = workload.batch(draws, n_prompts, n_responses)
+            groups = workload.batch(draws, n_prompts, n_responses)
             draws += 1
-            _single_turn(fresh)
-            samples, left = yield ph.phase(
-                "gen", step, _short_round(ph, step, fresh, p0, r0, step),
-                samples=p0 * r0, launched=n_prompts * n_responses)
+            _single_turn(groups)
+            kind = "short"
+        launched = sum(len(g.response_tokens) for g in groups)
+        # With the reward scheduler, every response is scored as it finishes, so the
+        # latencies are drawn per launched response (in launch order) up front.
+        lat = ph.reward_latencies(step, launched).tolist() if cfg.reward_scheduler else None
+        rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, lat),
+                                     samples=p0 * r0, launched=launched, round=kind)
+        samples = rnd.samples
+        if kind == "short":
             queue.extend(PromptGroup(g.prompt_id, g.prompt_tokens, g.response_tokens[:r0],
-                                     g.max_response_tokens) for g in left)
+                                     g.max_response_tokens) for g in rnd.left)
             ph.rec.instant(CONTROLLER, "decision", ph.env.now, step=step, what="short_round",
                            queue=len(queue), trained=sorted({s.prompt_id for s in samples}),
-                           queued=[g.prompt_id for g in left])
-            kind = "short"
+                           queued=[g.prompt_id for g in rnd.left])
         if colocated:
             yield ph.switch(step, "train")
-        yield ph.reward(step, samples)
+        if rnd.reward_done_s is None:
+            yield ph.reward(step, samples)
+        else:
+            # Only the rewards still running when generation ended are waited for.
+            yield ph.phase("reward", step, _until(ph, rnd.reward_done_s),
+                           samples=len(samples), overlapped=True)
         yield ph.ref(step, samples)
         yield ph.train(step, samples, version=step)
         if colocated:
@@ -89,11 +104,24 @@ def _single_turn(groups: Sequence[PromptGroup]) -> None:
                             "recorded multi-turn rollouts need policy.name: sync or one_off")
 
 
-def _short_round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: int,
-                 version: int,
-                 ) -> Generator[simpy.Event, Any, tuple[list[Sample], list[PromptGroup]]]:
-    """Generate until P0 prompts have R0 finished responses each; returns their samples
-    (in finishing order) and the prompts left unfinished (in launch order)."""
+@dataclass(frozen=True, slots=True)
+class _Round:
+    samples: list[Sample]  # P0 x R0, in finishing order
+    left: list[PromptGroup]  # prompts not done, in launch order
+    reward_done_s: float | None  # when the trained samples' rewards end (reward scheduler)
+
+
+def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
+    if t_s > ph.env.now:
+        yield ph.env.timeout(t_s - ph.env.now)
+
+
+def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: int,
+           version: int, reward_lat: list[float] | None,
+           ) -> Generator[simpy.Event, Any, _Round]:
+    """Generate until P0 prompts have R0 finished responses each. A long round launches P0
+    prompts x R0, so it waits for every response. With `reward_lat` (one latency per
+    launched response), each response is scored on the reward pool as it finishes."""
     env = ph.env
     t0 = env.now
     enough = env.event()
@@ -101,10 +129,14 @@ def _short_round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, 
     finished: dict[int, list[tuple[Request, float]]] = {}
     done: list[int] = []
     reqs: list[Request] = []
+    reward_end: dict[int, float] = {}  # rid -> when its reward is done
+    index: dict[int, int] = {}  # rid -> launch index (its reward latency)
+    pool = ph.c.reward
     for g in groups:
         mine = by_prompt.setdefault(g.prompt_id, [])
         for out in g.response_tokens:
             req = Request(ph.next_rid(), g.prompt_tokens, out, tag=g.prompt_id)
+            index[req.rid] = len(reqs)
             mine.append(req)
             reqs.append(req)
 
@@ -120,6 +152,8 @@ def _short_round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, 
     def on_done(req: Request) -> None:
         if req.status != "finished" or enough.triggered:
             return  # an aborted response, or one that finished after the round ended
+        if reward_lat is not None:
+            reward_end[req.rid] = pool.submit(reward_lat[index[req.rid]])
         got = finished.setdefault(req.tag, [])
         got.append((req, env.now))
         if len(got) != r0:
@@ -141,4 +175,10 @@ def _short_round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, 
     samples = [Sample(r.tag, r.prompt_tokens, r.generated, version) for r, _ in pairs]
     ph.record_responses(step, t0, samples, [t for _, t in pairs])
     trained = set(done)
-    return samples, [g for g in groups if g.prompt_id not in trained]
+    reward_done = None
+    if reward_lat is not None:
+        pool.close_batch()
+        # Responses of prompts that were not done were scored too (work spent in vain),
+        # but the step waits only for the rewards of the samples it trains.
+        reward_done = max((reward_end[r.rid] for r, _ in pairs), default=env.now)
+    return _Round(samples, [g for g in groups if g.prompt_id not in trained], reward_done)

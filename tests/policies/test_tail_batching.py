@@ -117,3 +117,28 @@ def test_trace_without_enough_responses_is_a_clear_error():
     with pytest.raises(ScenarioError) as err:
         simulate(scenario, base)
     assert "policy.tail_batching.eta_r" in err.value.line()
+
+
+def test_reward_scheduler_overlaps_scoring_with_generation():
+    """One reward worker, 1 s per sample: after generation, sync scores all 32 samples
+    (32 s); scored as they finish, only what is left when the last response lands remains,
+    which is at least the last sample's own second."""
+    common = {"steps": 2, "reward": {"kind": "rule", "latency": {"median": "1 s", "sigma": 0},
+                                     "workers": 1}}
+    off = _run(**common, policy={"name": "tail_batching",
+                                 "tail_batching": {"eta_p": 1.0, "eta_r": 1.0}})
+    on = _run(**common, policy={"name": "tail_batching",
+                                "tail_batching": {"eta_p": 1.0, "eta_r": 1.0,
+                                                  "reward_scheduler": True}})
+
+    def phase(res, name):
+        return [s.t1 - s.t0 for s in res.recorder.spans
+                if s.track == "controller" and s.name == name]
+
+    assert phase(off, "reward") == [32.0, 32.0]
+    assert all(1.0 <= r < 32.0 for r in phase(on, "reward"))
+    assert on.summary["step_time_s"]["mean"] < off.summary["step_time_s"]["mean"]
+    assert phase(on, "gen") == phase(off, "gen")  # scoring does not slow generation
+    # the pool scored every launched response once per round, one span per round
+    scores = [s for s in on.recorder.spans if s.track == "reward"]
+    assert [s.attrs["samples"] for s in scores] == [32, 32]
