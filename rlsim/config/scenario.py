@@ -215,6 +215,20 @@ class TailBatchingConfig(_Frozen):
         description="RollPacker's reward scheduler: score each response on the reward pool "
         "as soon as it finishes, overlapped with generation, instead of after the round.",
     )
+    planner: bool = Field(
+        default=False,
+        description="RollPacker's parallelism planner: double the rollout TP (up to a node) "
+        "when a step's preemptions exceed the previous step's by more than planner_jump, "
+        "halve it (down to rollout.tp) after planner_calm_steps steps without preemption. "
+        "A change re-lays the engines out (a warm start) before the next step.",
+    )
+    planner_jump: float = Field(
+        default=1.05, ge=1.0,
+        description="Preemption ratio to the previous step that doubles the TP. "
+        "RollPacker [P]: 1.05.")
+    planner_calm_steps: int = Field(
+        default=4, ge=1,
+        description="Steps in a row without preemption that halve the TP. RollPacker [P]: 4.")
 
 
 class PolicyConfig(_Frozen):

@@ -8,6 +8,7 @@ naming the field to change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import simpy
@@ -48,6 +49,15 @@ class Cluster:
     weight_bytes: float
     env_pool: EnvPool
     """Environment workers for the steps between the turns of multi-turn rollouts."""
+    engines_at: Callable[[int], tuple[list[RolloutEngine], InferenceCost]] | None = None
+    """Rollout engines re-laid out at another TP degree over the same GPUs (built once per
+    degree, then reused), for policies that change the rollout TP between steps."""
+
+    def relayout(self, tp: int) -> None:
+        """Make the engines at TP `tp` the current ones (they must all be idle)."""
+        if self.engines_at is None:
+            raise RuntimeError("this cluster cannot change its rollout TP")
+        self.engines, self.engine_cost = self.engines_at(tp)
 
 
 def _profile(pool: PoolConfig, field: str) -> Profile:
@@ -143,27 +153,48 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                          profile_hash=prof.content_hash())
     env_pool = EnvPool(env, scenario.env.workers, recorder)
     _record_entities(recorder, engines, judges, trainer, reward, env_pool, link)
+    layouts: dict[int, tuple[list[RolloutEngine], InferenceCost]] = {r.tp: (engines,
+                                                                            engine_cost)}
+
+    def engines_at(tp: int) -> tuple[list[RolloutEngine], InferenceCost]:
+        if tp not in layouts:
+            cost, kv_tp = _engine_cost(model, rpool, tp, r.gpu_memory_utilization, rprofile,
+                                       "rollout.tp")
+            built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
+                                   r.max_batched_tokens, recorder, scenario.engine_mode,
+                                   rpool.name, tp)
+                     for i in range(place.rollout_gpus // tp)]
+            _record_entities(recorder, built, [], None, None, None, None)
+            layouts[tp] = (built, cost)
+        return layouts[tp]
+
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
-                   train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool)
+                   train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool,
+                   engines_at)
 
 
 def _record_entities(recorder: Recorder, engines: list[RolloutEngine],
-                     judges: list[RolloutEngine], trainer: Trainer, reward: RewardPool,
-                     env_pool: EnvPool, link: Link) -> None:
+                     judges: list[RolloutEngine], trainer: Trainer | None,
+                     reward: RewardPool | None, env_pool: EnvPool | None,
+                     link: Link | None) -> None:
     """One `cluster`/`entity` instant per track-owning entity, so readers (Perfetto's
     process per pool, the report's KV plots) know each track's pool, GPUs and capacity."""
     for kind, group in (("engine", engines), ("judge", judges)):
         for e in group:
             recorder.instant("cluster", "entity", 0.0, track=f"rollout.{e.name}", kind=kind,
                              pool=e.pool, gpus=e.gpus, kv_capacity_tokens=e.kv_capacity)
-    recorder.instant("cluster", "entity", 0.0, track=trainer.track, kind="trainer",
-                     pool=trainer.pool, gpus=trainer.gpus)
-    recorder.instant("cluster", "entity", 0.0, track=reward.track, kind="reward", pool=None,
-                     workers=reward.workers)
-    recorder.instant("cluster", "entity", 0.0, track=env_pool.track, kind="env", pool=None,
-                     workers=env_pool.workers)
-    recorder.instant("cluster", "entity", 0.0, track=f"link.{link.name}", kind="link",
-                     pool=None)
+    if trainer is not None:
+        recorder.instant("cluster", "entity", 0.0, track=trainer.track, kind="trainer",
+                         pool=trainer.pool, gpus=trainer.gpus)
+    if reward is not None:
+        recorder.instant("cluster", "entity", 0.0, track=reward.track, kind="reward",
+                         pool=None, workers=reward.workers)
+    if env_pool is not None:
+        recorder.instant("cluster", "entity", 0.0, track=env_pool.track, kind="env",
+                         pool=None, workers=env_pool.workers)
+    if link is not None:
+        recorder.instant("cluster", "entity", 0.0, track=f"link.{link.name}", kind="link",
+                         pool=None)
 
 
 def _judge_model(name: str) -> ModelSpec:

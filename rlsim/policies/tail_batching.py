@@ -56,8 +56,12 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
     colocated = ph.c.placement.colocated
     queue: deque[PromptGroup] = deque()
     draws = 0  # short rounds so far: each takes a fresh batch of prompts from the workload
+    planner = _Planner(ph, cfg.planner_jump, cfg.planner_calm_steps) if cfg.planner else None
     for step in range(sc.steps):
         t0 = ph.env.now
+        if planner is not None:
+            yield from planner.apply(step)
+        preempted_before = sum(e.preemptions for e in ph.c.engines)
         if len(queue) >= p0:
             groups = [queue.popleft() for _ in range(p0)]
             ph.rec.instant(CONTROLLER, "decision", t0, step=step, what="long_round",
@@ -76,6 +80,9 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, lat),
                                      samples=p0 * r0, launched=launched, round=kind)
         samples = rnd.samples
+        preempted = sum(e.preemptions for e in ph.c.engines) - preempted_before
+        if planner is not None:
+            planner.observe(step, preempted)
         if kind == "short":
             queue.extend(PromptGroup(g.prompt_id, g.prompt_tokens, g.response_tokens[:r0],
                                      g.max_response_tokens) for g in rnd.left)
@@ -95,7 +102,62 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         if colocated:
             yield ph.switch(step, "rollout")
         yield ph.weight_sync(step)
-        ph.step_span(step, t0, samples=len(samples), round=kind, queue=len(queue))
+        ph.step_span(step, t0, samples=len(samples), round=kind, queue=len(queue),
+                     preemptions=preempted, rollout_tp=planner.tp if planner else sc.rollout.tp)
+
+
+class _Planner:
+    """RollPacker's parallelism planner: rollout TP follows the preemptions of each step.
+
+    After a step whose preemptions exceed `jump` times the previous step's, the TP doubles
+    (while it fits a node and leaves one engine); after `calm` steps in a row without
+    preemption it halves, down to the scenario's rollout.tp. The change happens before the
+    next step's generation: the engines at the new TP warm-start (runtime start and each
+    GPU's weight shard from host memory, `InferenceCost.warm_start_s`), recorded as a
+    `switch` span with `what: reshard`.
+    """
+
+    def __init__(self, ph: Phases, jump: float, calm: int) -> None:
+        self.ph = ph
+        self.jump = jump
+        self.calm = calm
+        self.base_tp = self.tp = ph.c.scenario.rollout.tp
+        self.node = ph.c.placement.rollout_pool.node_size
+        self.gpus = ph.c.placement.rollout_gpus
+        self.previous: int | None = None
+        self.quiet = 0
+        self.target = self.tp
+
+    def observe(self, step: int, preemptions: int) -> None:
+        prev = self.previous
+        self.previous = preemptions
+        self.quiet = self.quiet + 1 if preemptions == 0 else 0
+        target = self.tp
+        if prev is not None and preemptions > 0 and preemptions > self.jump * prev:
+            if 2 * self.tp <= min(self.node, self.gpus):
+                target = 2 * self.tp
+        elif self.quiet >= self.calm and self.tp > self.base_tp:
+            target = self.tp // 2
+            self.quiet = 0
+        if target != self.tp:
+            self.ph.rec.instant(CONTROLLER, "decision", self.ph.env.now, step=step,
+                                what="rollout_tp", tp_from=self.tp, tp_to=target,
+                                preemptions=preemptions, previous=prev)
+        self.target = target
+
+    def apply(self, step: int) -> Generator[simpy.Event, Any, None]:
+        if self.target == self.tp:
+            return
+        c = self.ph.c
+        try:
+            c.relayout(self.target)
+        except ScenarioError:
+            self.target = self.tp  # the model cannot run at that TP: keep the current one
+            return
+        self.tp = self.target
+        yield self.ph.phase("switch", step, _until(self.ph, self.ph.env.now
+                                                   + c.engine_cost.warm_start_s()),
+                            what="reshard", tp=self.tp)
 
 
 def _single_turn(groups: Sequence[PromptGroup]) -> None:

@@ -4,6 +4,7 @@ queue holds P0, and with eta = 1 exactly a sync run."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,50 @@ def test_reward_scheduler_overlaps_scoring_with_generation():
     # the pool scored every launched response once per round, one span per round
     scores = [s for s in on.recorder.spans if s.track == "reward"]
     assert [s.attrs["samples"] for s in scores] == [32, 32]
+
+
+def _planner_run(util: float, jump: float = 1.05, calm: int = 4):
+    return _run(steps=12, model="qwen2.5-7b", rollout__gpu_memory_utilization=util,
+                rollout__max_running_seqs=256, workload__prompts_per_step=32,
+                workload__samples_per_prompt=8,
+                workload__response_len={"dist": "lognormal", "median": 1500, "sigma": 1.0},
+                pools=[{"name": "r", "gpu": "H100", "nodes": 1},
+                       {"name": "t", "gpu": "H100", "nodes": 1}],
+                rollout__pool="r", train__pool="t", train__tp=2,
+                policy={"name": "tail_batching", "placement": "disaggregated",
+                        "tail_batching": {"planner": True, "planner_jump": jump,
+                                          "planner_calm_steps": calm}})
+
+
+@pytest.mark.parametrize("util", [0.25, 0.3])
+def test_planner_follows_its_rule_and_reshards(util):
+    """Replaying the rule on each step's recorded preemptions gives the recorded TP of
+    every step; each change costs one reshard before the step that uses it, and only the
+    engines of the step's TP work during its generation."""
+    res = _planner_run(util)
+    rec = res.recorder
+    steps = sorted((s for s in rec.spans if s.name == "step"), key=lambda s: s.attrs["step"])
+    tp, base, quiet, prev = 1, 1, 0, None
+    expected = []
+    for s in steps:
+        expected.append(tp)
+        n = s.attrs["preemptions"]
+        quiet = quiet + 1 if n == 0 else 0
+        if prev is not None and n > 0 and n > 1.05 * prev and 2 * tp <= 8:
+            tp *= 2
+        elif quiet >= 4 and tp > base:
+            tp //= 2
+            quiet = 0
+        prev = n
+    assert [s.attrs["rollout_tp"] for s in steps] == expected
+    changes = sum(1 for a, b in pairwise(expected) if a != b)
+    assert changes >= 2  # both directions happen at these memory settings
+    reshards = [s for s in rec.spans if s.name == "switch" and s.attrs.get("what") == "reshard"]
+    assert len(reshards) == changes and all(s.t1 > s.t0 for s in reshards)
+    for s in steps:
+        gen = next(g for g in rec.spans if g.name == "gen" and g.attrs["step"] == s.attrs["step"])
+        prefix = "rollout.engine" if s.attrs["rollout_tp"] == 1 else \
+            f"rollout.tp{s.attrs['rollout_tp']}-engine"
+        busy = [b for b in rec.spans if b.name == "busy" and b.track.startswith("rollout.")
+                and b.t0 < gen.t1 and b.t1 > gen.t0]
+        assert busy and all(b.track.startswith(prefix) for b in busy)
