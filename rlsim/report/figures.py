@@ -308,12 +308,17 @@ def staleness_counts(rec: RunRecords) -> dict[int, int]:
     return counts
 
 
+# Policies that may train on samples of older weights: their staleness is worth a plot
+# even when every sample happened to be fresh. The others (sync, tail_batching) are on-policy.
+OFF_POLICY = ("one_off", "async")
+
+
 def staleness_relevant(run: Run) -> bool:
-    """Staleness is worth a plot where any sample is stale or the policy is not sync."""
+    """Staleness is worth a plot where any sample is stale or the policy is off-policy."""
     counts = staleness_counts(run.records)
     stale = any(k > 0 and v > 0 for k, v in counts.items())
     summary_max = float((run.summary.get("staleness") or {}).get("max", 0) or 0)
-    return stale or summary_max > 0 or (bool(run.policy) and run.policy != "sync")
+    return stale or summary_max > 0 or run.policy in OFF_POLICY
 
 
 def staleness(runs: list[Run]) -> Figure | None:
