@@ -203,13 +203,21 @@ def report(
         if not d.is_dir():
             _fail(f"RUN_DIR: {d} is not a folder; give run folders written by "
                   "`rlsim run --out DIR` or a sweep folder written by `rlsim sweep --out DIR`")
+    if out is not None:
+        if out.is_dir():
+            out = out / "report.html"  # like cp: a folder receives the file
+        if not out.parent.is_dir():
+            _fail(f"--out: folder {out.parent} does not exist; create it or give another path")
     sweeps = [d for d in dirs if is_sweep_dir(d)]
     if sweeps:
         if len(dirs) > 1:
             _fail("RUN_DIR: a sweep folder is reported on its own; give one sweep folder or "
                   "only run folders")
         target = out or dirs[0] / "report.html"
-        write_sweep_report(dirs[0], target)
+        try:
+            write_sweep_report(dirs[0], target)
+        except OSError as err:
+            _fail(f"--out: cannot write {target}: {err.strerror or err}")
     else:
         for d in dirs:
             if not is_run_dir(d):
@@ -219,7 +227,10 @@ def report(
         parents = {d.resolve().parent for d in dirs}
         target = out or (dirs[0] / "report.html" if len(dirs) == 1 else
                          (parents.pop() if len(parents) == 1 else Path.cwd()) / "report.html")
-        write_report(runs, target)
+        try:
+            write_report(runs, target)
+        except OSError as err:
+            _fail(f"--out: cannot write {target}: {err.strerror or err}")
     typer.echo(f"wrote {target}")
 
 

@@ -54,7 +54,9 @@ class Cluster:
     degree, then reused), for policies that change the rollout TP between steps."""
 
     def relayout(self, tp: int) -> None:
-        """Make the engines at TP `tp` the current ones (they must all be idle)."""
+        """Make the engines at TP `tp` the current ones (they must all be idle); the weight
+        sync link is re-rated for the new layout. Raises ScenarioError when the model cannot
+        run at that TP (e.g. TP does not divide its attention heads)."""
         if self.engines_at is None:
             raise RuntimeError("this cluster cannot change its rollout TP")
         self.engines, self.engine_cost = self.engines_at(tp)
@@ -157,6 +159,8 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                                                                             engine_cost)}
 
     def engines_at(tp: int) -> tuple[list[RolloutEngine], InferenceCost]:
+        # Each engine of the new layout receives the weights over its own tp GPUs.
+        link.bandwidth = _sync_bandwidth(scenario, place, tprofile, tp)
         if tp not in layouts:
             cost, kv_tp = _engine_cost(model, rpool, tp, r.gpu_memory_utilization, rprofile,
                                        "rollout.tp")
@@ -206,7 +210,8 @@ def _judge_model(name: str) -> ModelSpec:
         raise ScenarioError("reward.judge.model", str(err.args[0])) from None
 
 
-def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile) -> float:
+def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile,
+                    tp: int | None = None) -> float:
     """Effective bandwidth of one weight-sync broadcast, per engine (all engines in parallel).
 
     Each engine needs the full weights over its `tp` GPUs. Colocated, they are gathered
@@ -217,7 +222,7 @@ def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile) -> f
     """
     if scenario.link.bandwidth is not None:
         return scenario.link.bandwidth
-    r = scenario.rollout
+    rollout_tp = scenario.rollout.tp if tp is None else tp
     rpool, tpool = place.rollout_pool, place.train_pool
     rgpu, tgpu = rpool.gpu_spec, tpool.gpu_spec
     nvlink = rgpu.nvlink_bandwidth / 2 * profile.allreduce_bus_efficiency  # one direction
@@ -225,7 +230,7 @@ def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile) -> f
     if place.colocated:
         local = min(1.0, rpool.node_size / place.train_gpus)
         per_gpu = 1.0 / (local / nvlink + (1.0 - local) / network)
-        return per_gpu * r.tp
+        return per_gpu * rollout_tp
     one_node = rpool.name == tpool.name and rpool.nodes == 1
-    ports = min(r.tp, place.train_gpus)
+    ports = min(rollout_tp, place.train_gpus)
     return (nvlink if one_node else network) * ports

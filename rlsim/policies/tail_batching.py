@@ -31,6 +31,7 @@ from typing import Any
 import simpy
 
 from rlsim.config.errors import ScenarioError
+from rlsim.cost.inference import InferenceCost
 from rlsim.entities.engine import Request
 from rlsim.policies.phases import Phases, Sample
 from rlsim.trace import CONTROLLER
@@ -134,7 +135,7 @@ class _Planner:
         self.quiet = self.quiet + 1 if preemptions == 0 else 0
         target = self.tp
         if prev is not None and preemptions > 0 and preemptions > self.jump * prev:
-            if 2 * self.tp <= min(self.node, self.gpus):
+            if 2 * self.tp <= min(self.node, self.gpus) and self._runs_at(2 * self.tp):
                 target = 2 * self.tp
         elif self.quiet >= self.calm and self.tp > self.base_tp:
             target = self.tp // 2
@@ -145,15 +146,20 @@ class _Planner:
                                 preemptions=preemptions, previous=prev)
         self.target = target
 
+    def _runs_at(self, tp: int) -> bool:
+        """Whether the model runs at this TP (it must divide the attention heads)."""
+        try:
+            InferenceCost(self.ph.c.model, self.ph.c.placement.rollout_pool.gpu_spec, tp,
+                          self.ph.c.engine_cost.profile)
+        except ValueError:
+            return False
+        return True
+
     def apply(self, step: int) -> Generator[simpy.Event, Any, None]:
         if self.target == self.tp:
             return
         c = self.ph.c
-        try:
-            c.relayout(self.target)
-        except ScenarioError:
-            self.target = self.tp  # the model cannot run at that TP: keep the current one
-            return
+        c.relayout(self.target)
         self.tp = self.target
         yield self.ph.phase("switch", step, _until(self.ph, self.ph.env.now
                                                    + c.engine_cost.warm_start_s()),

@@ -10,6 +10,7 @@ records it needs are absent; the page then says so in one line.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,16 +287,45 @@ def engine_counter(run: Run, counter: str) -> tuple[Figure | None, int]:
         # Drawn after the individual engines so the band and the mean stay readable on top.
         binned = np.stack([binned_step_mean(*by_track[t], edges) * scale.get(t, 1.0)
                            for t in tracks])
+        live = _live_layout(run, tracks, edges)
+        binned = np.where(live, binned, np.nan)
         x = round_to(edges[:-1], res)
         band = "#9AA5B1"
-        traces.append(_line("min across engines", x, np.round(binned.min(axis=0), 3), band,
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # bins with no live engine
+            low, high = np.nanmin(binned, axis=0), np.nanmax(binned, axis=0)
+            mean = np.nanmean(binned, axis=0)
+        label = f"mean of {n} engines" if live.all() else "mean of the engines in use"
+        traces.append(_line("min across engines", x, np.round(low, 3), band,
                             line={"width": 0.5, "shape": "hv"}))
-        traces.append(_line("max across engines", x, np.round(binned.max(axis=0), 3), band,
+        traces.append(_line("max across engines", x, np.round(high, 3), band,
                             fill="tonexty", fillcolor=rgba(band, 0.3),
                             line={"width": 0.5, "shape": "hv"}))
-        traces.append(_line(f"mean of {n} engines", x, np.round(binned.mean(axis=0), 3),
-                            "#1f2430", line={"width": 2.5, "shape": "hv"}))
+        traces.append(_line(label, x, np.round(mean, 3), "#1f2430",
+                            line={"width": 2.5, "shape": "hv"}))
     return {"data": traces, "layout": layout("time (s)", ytitle, height_px=320)}, n
+
+
+def _live_layout(run: Run, tracks: list[str], edges: np.ndarray) -> np.ndarray:
+    """(tracks x bins) mask of the engines in use. A policy that re-lays the rollout out at
+    another TP (tail_batching's planner: engines `tpN-engineI`, steps with `rollout_tp`)
+    leaves the other layout's engines idle; they must not pull the band and the mean to 0.
+    Without such steps every engine is in use all the time."""
+    steps = [s for s in run.records.steps if "rollout_tp" in s.attrs]
+    live = np.ones((len(tracks), len(edges) - 1), dtype=bool)
+    if not steps:
+        return live
+    base = min(int(s.attrs["rollout_tp"]) for s in steps)
+    base = int((run.scenario.get("rollout") or {}).get("tp", base))
+    centers = (edges[:-1] + edges[1:]) / 2
+    starts = np.array([s.t0 for s in steps])
+    tp_at = np.array([int(s.attrs["rollout_tp"]) for s in steps])
+    active = tp_at[np.clip(np.searchsorted(starts, centers, side="right") - 1, 0, None)]
+    for i, track in enumerate(tracks):
+        name = track.removeprefix("rollout.")
+        tp = int(name[2:name.index("-")]) if name.startswith("tp") and "-" in name else base
+        live[i] = active == tp
+    return live
 
 
 # ---------------------------------------------------------------- staleness

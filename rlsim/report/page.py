@@ -163,5 +163,8 @@ def write_atomic(text: str, path: Path) -> None:
     """Write to path + '.partial', then rename: a reader never sees half a report."""
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # nothing half-written stays behind a failed write

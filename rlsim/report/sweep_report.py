@@ -351,9 +351,13 @@ def render_sweep(sweep_dir: Path) -> str:
         page.absent("No results yet: results/ holds no Parquet files.")
         return page.html()
     if not metrics:
-        page.absent("No metric varies across the successful rows.")
+        # Nothing varies: say so, and still show the values (that the swept keys made no
+        # difference is itself the finding).
+        page.absent("No metric varies across the successful rows: the swept keys made no "
+                    "difference to any of them.")
+        main = [c for c in sw.columns if c in sw.numeric and c.startswith(MAIN_METRICS)]
     page.raw(_points_table(sw, main))
-    for key in sw.keys:
+    for key in sw.keys if metrics else []:
         if key not in sw.columns:
             page.section(_anchor(key), f"Metrics vs {key}")
             page.absent(f"The results have no column {key!r}.")
@@ -364,7 +368,8 @@ def render_sweep(sweep_dir: Path) -> str:
                    "Mean over replicates; error bars span the replicates' min to max. "
                    + ("One line per value of the other key." if len(sw.keys) == 2 else
                       "One line per combination of the other keys (or their mean when there "
-                      "are too many)." if len(sw.keys) > 2 else ""))
+                      "are too many: the error bars then also span the other keys)."
+                      if len(sw.keys) > 2 else ""))
         page.section(_anchor(key), f"Metrics vs {key}", esc(caption))
         page.grid([page.plot_html(_series_figure(sw, m, key), metric_label(m))
                    for m in main])
@@ -372,9 +377,11 @@ def render_sweep(sweep_dir: Path) -> str:
         if rest:
             page.sub("Other metrics", "Choose the metric in the menu at the top left.")
             page.plot(_chooser_figure(sw, rest, key))
+    # Random (continuous) keys have no grid to lay cells on: they are scatters above.
     pairs = [(a, b) for a, b in combinations(sw.keys, 2)
-             if a in sw.columns and b in sw.columns]
-    if pairs and main:
+             if a in sw.columns and b in sw.columns
+             and not sw.continuous(a) and not sw.continuous(b)]
+    if pairs and metrics:
         page.section("heatmaps", "Heatmaps",
                      "Mean over replicates (and over any other keys) for each pair of keys; "
                      "blank cells were not run or failed.")

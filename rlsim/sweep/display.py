@@ -109,7 +109,8 @@ def summary_lines(outcome: SweepOutcome, keys: tuple[str, ...]) -> list[str]:
         # Ties go to the lowest point id, so the table is deterministic.
         best = min(means, key=lambda g: (sign * means[g], min(r["point"] for r in groups[g])))
         table.append([f"{metric} ({better})", f"{means[best]:.4g}",
-                      str(min(r["point"] for r in groups[best])), *(str(v) for v in best)])
+                      str(min(r["point"] for r in groups[best])),
+                      *(f"{v:.4g}" if isinstance(v, float) else str(v) for v in best)])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     title = "best per metric" + (" (mean over replicates)" if len(rows) > len(groups) else "")
     lines.append(title + ":")

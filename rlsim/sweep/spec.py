@@ -232,9 +232,19 @@ def _split_assignment(text: str, option: str, usage: str) -> tuple[str, str]:
 def _yaml_scalar(raw: str) -> Any:
     """A value as `--set` reads it (rlsim.config.loading.apply_override)."""
     try:
-        return yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError:
         return raw
+    if isinstance(value, str):
+        # YAML 1.1 reads 5e-1 and 1e-5 as strings; pydantic (and so `--set`) takes them as
+        # numbers, and a sweep over learning-rate-like values must too.
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        if math.isfinite(number) and value.strip().lower() not in ("inf", "nan", "infinity"):
+            return number
+    return value
 
 
 def make_axis(key: str, raw: tuple[str, ...]) -> Axis:

@@ -53,3 +53,16 @@ def test_report_bad_input(tmp_path, monkeypatch, capsys):
     code, _, err = run_cli(["report", str(tmp_path / "missing")], monkeypatch, capsys)
     assert code == 2 and "not a folder" in err
     assert not (empty / "report.html").exists()
+
+
+def test_report_out_folder_and_missing_parent(tmp_path, monkeypatch, capsys):
+    out = _runs(tmp_path, monkeypatch, capsys)
+    run = sorted(p for p in out.iterdir() if p.is_dir())[0]
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    assert run_cli(["report", str(run), "--out", str(folder)], monkeypatch, capsys)[0] == 0
+    assert (folder / "report.html").is_file()  # a folder receives report.html, like cp
+    code, _, err = run_cli(["report", str(run), "--out", str(tmp_path / "no" / "r.html")],
+                           monkeypatch, capsys)
+    assert code == 2 and "--out" in err and "does not exist" in err
+    assert not list(tmp_path.rglob("*.partial"))

@@ -190,3 +190,19 @@ def test_planner_follows_its_rule_and_reshards(util):
         busy = [b for b in rec.spans if b.name == "busy" and b.track.startswith("rollout.")
                 and b.t0 < gen.t1 and b.t1 > gen.t0]
         assert busy and all(b.track.startswith(prefix) for b in busy)
+    # the weight sync follows the layout: each engine takes the weights over its tp GPUs
+    sync = {s.attrs["step"]: s.t1 - s.t0 for s in rec.spans if s.name == "weight_sync"}
+    per_tp = [sync[s.attrs["step"]] * s.attrs["rollout_tp"] for s in steps]
+    assert max(per_tp) == pytest.approx(min(per_tp), rel=1e-3)  # up to the link latency
+
+
+def test_planner_never_picks_a_tp_the_model_cannot_run():
+    """Qwen2.5-7B has 28 attention heads: TP 8 does not divide them, so from TP 4 the
+    planner stays at 4 however preemptions rise."""
+    res = _run(steps=6, model="qwen2.5-7b", rollout__tp=4, rollout__gpu_memory_utilization=0.3,
+               workload__prompts_per_step=32, workload__samples_per_prompt=8,
+               workload__response_len={"dist": "lognormal", "median": 3000, "sigma": 1.0},
+               policy={"name": "tail_batching", "tail_batching": {"planner": True}})
+    assert not [i for i in res.recorder.instants
+                if i.name == "decision" and i.attrs["what"] == "rollout_tp"]
+    assert {s.attrs["rollout_tp"] for s in res.recorder.spans if s.name == "step"} == {4}

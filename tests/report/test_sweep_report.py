@@ -80,3 +80,31 @@ def test_not_a_sweep_and_no_results(tmp_path):
     assert "No results yet" in render_sweep(tmp_path)
     write_sweep_report(tmp_path, tmp_path / "report.html")
     assert (tmp_path / "report.html").is_file() and not list(tmp_path.glob("*.partial"))
+
+
+def test_random_keys_get_no_heatmap(tmp_path):
+    root = write_fake_sweep(tmp_path / "sw")
+    spec = json.loads((root / "sweep.json").read_text())
+    spec["ranges"] = {"workload.batch": [32, 128]}  # as if drawn by --random
+    (root / "sweep.json").write_text(json.dumps(spec))
+    html = render_sweep(root)
+    assert "Metrics vs workload.batch" in html
+    assert "rollout.tp × workload.batch" not in html
+
+
+def test_nothing_varies_still_shows_the_values(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = write_fake_sweep(tmp_path / "sw", with_error=False)
+    for part in (root / "results").glob("*.parquet"):
+        table = pq.read_table(part)
+        for name in table.column_names:
+            if name not in ("point", "replicate", "seed", "error", "rollout.tp",
+                            "workload.batch"):
+                i = table.column_names.index(name)
+                table = table.set_column(i, name, pa.array([7.5] * table.num_rows))
+        pq.write_table(table, part)
+    html = render_sweep(root)
+    assert "made no difference" in html
+    assert "7.5" in html and "Metrics vs rollout.tp" not in html

@@ -140,3 +140,13 @@ def test_spec_json_tells_int_ranges_from_float_ranges(scenario):
     floats = build_spec(scenario, [], [], 2, ["steps=1:2.0"], 1)[0].to_json()
     assert ints["ranges"] == floats["ranges"]  # 2 == 2.0 in JSON terms ...
     assert ints["columns"] != floats["columns"]  # ... so the column types are compared too
+
+
+def test_scientific_notation_is_a_number(scenario):
+    """YAML 1.1 reads 5e-1 as a string; `--set` (pydantic) takes it as a number, so a sweep
+    over learning-rate-like values must too."""
+    spec, _ = build_spec(scenario, [], ["x.lr=1e-5,3e-5", "y.u=5e-1,0.9"], 2,
+                         ["reward.latency.sigma=1e-1:9e-1"], 1)
+    assert [(a.key, a.dtype) for a in spec.grid] == [("x.lr", "float64"), ("y.u", "float64")]
+    assert spec.grid[0].values == (1e-5, 3e-5)
+    assert all(0.1 <= p.values[2] <= 0.9 for p in spec.points())
