@@ -93,7 +93,7 @@ def resolve_placement(scenario: Scenario) -> Placement:
         raise ScenarioError("train.gpus", f"train GPUs ({tg}) must be a multiple of "
                             f"TP x PP x CP = {shard}")
     judge = scenario.reward.judge
-    if scenario.reward.kind == "judge" and judge is not None:
+    if scenario.uses_judge and judge is not None:
         jpool = _pool(scenario, judge.pool, "reward.judge.pool")
         _check_tp(judge.tp, jpool, "reward.judge.tp")
         if judge.gpus % judge.tp:

@@ -153,6 +153,18 @@ class JudgeConfig(_Frozen):
     output_tokens: int = Field(default=16, gt=0, description="Judge verdict length in tokens.")
 
 
+class TaskRewardConfig(_Frozen):
+    """How the responses of one task of a mixed workload are scored."""
+
+    kind: Literal["rule", "sandbox", "judge"] = Field(
+        description="rule (CPU function), sandbox (code execution), judge (the reward.judge "
+        "LLM).")
+    latency: LatencyDist = Field(
+        default=LatencyDist(median=0.005), description="Per-sample latency of rule/sandbox.")
+    timeout: Seconds = Field(
+        default=30.0, gt=0, description="Sandbox timeout; a sample never takes longer.")
+
+
 class RewardConfig(_Frozen):
     """How responses are scored."""
 
@@ -167,11 +179,18 @@ class RewardConfig(_Frozen):
     )
     workers: int = Field(default=64, gt=0, description="Parallel reward workers (CPU/sandbox).")
     judge: JudgeConfig | None = Field(default=None, description="Judge LLM (kind: judge).")
+    by_task: dict[str, TaskRewardConfig] = Field(
+        default_factory=dict,
+        description="Per task of workload.tasks: its own reward kind, latency and timeout "
+        "(tasks not listed use kind, latency and timeout above). Scored on the same workers "
+        "and judge engines.",
+    )
 
     @model_validator(mode="after")
     def _judge_present(self) -> RewardConfig:
-        if self.kind == "judge" and self.judge is None:
-            raise ValueError("kind 'judge' needs a `judge:` section (model, pool, gpus)")
+        judged = self.kind == "judge" or any(t.kind == "judge" for t in self.by_task.values())
+        if judged and self.judge is None:
+            raise ValueError("judge rewards need a `judge:` section (model, pool, gpus)")
         return self
 
 
@@ -305,6 +324,21 @@ class Scenario(_Frozen):
         if dupes:
             raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
         return pools
+
+    @model_validator(mode="after")
+    def _rewards_name_tasks(self) -> Scenario:
+        tasks = {t.name for t in self.workload.tasks or []}
+        unknown = sorted(set(self.reward.by_task) - tasks)
+        if unknown:
+            raise ValueError(f"reward.by_task names {', '.join(unknown)}, not a task of "
+                             f"workload.tasks ({', '.join(sorted(tasks)) or 'none'})")
+        return self
+
+    @property
+    def uses_judge(self) -> bool:
+        """Whether any response is scored by the judge LLM."""
+        r = self.reward
+        return r.kind == "judge" or any(t.kind == "judge" for t in r.by_task.values())
 
     @property
     def model_spec(self) -> ModelSpec:

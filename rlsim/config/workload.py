@@ -179,6 +179,17 @@ class TraceConfig(_Frozen):
 _DEFAULT_PROMPT_LEN = LognormalLength(dist="lognormal", median=256.0, sigma=0.5)
 
 
+class TaskConfig(_Frozen):
+    """One kind of prompt in a mixed workload (e.g. math, code, QA)."""
+
+    name: str = Field(min_length=1, description="Task name; reward.by_task refers to it.")
+    share: float = Field(gt=0, le=1, description="Fraction of each step's prompts.")
+    response_len: LengthDist | None = Field(
+        default=None,
+        description="This task's response length distribution; default workload.response_len.",
+    )
+
+
 class WorkloadConfig(_Frozen):
     """GRPO-style prompts per step, responses per prompt, and their lengths."""
 
@@ -216,6 +227,12 @@ class WorkloadConfig(_Frozen):
         "difficulty (the shared part of its responses' lengths). Measured against group mean "
         "log-length: 0.16 on DAPO, 0.62 on DeepCoder.",
     )
+    tasks: list[TaskConfig] | None = Field(
+        default=None, min_length=1,
+        description="A mix of tasks: each batch holds them in these shares (interleaved, "
+        "exact up to rounding), each with its own lengths and, through reward.by_task, its "
+        "own reward. Not with `trace`.",
+    )
     trace: TraceConfig | None = Field(
         default=None,
         description="Replay a measured trace: prompt and response lengths come from it and "
@@ -225,7 +242,26 @@ class WorkloadConfig(_Frozen):
     )
 
     @model_validator(mode="after")
+    def _tasks_are_a_mix(self) -> WorkloadConfig:
+        if self.tasks is None:
+            return self
+        if self.trace is not None:
+            raise ValueError("tasks and trace exclude each other: a trace has its own lengths")
+        names = [t.name for t in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names must be unique, got {names}")
+        total = sum(t.share for t in self.tasks)
+        if abs(total - 1.0) > GMM_WEIGHT_SUM_TOLERANCE:
+            raise ValueError(f"task shares must sum to 1, got {total:g}")
+        if self.response_len is None and any(t.response_len is None for t in self.tasks):
+            raise ValueError("every task needs a response_len when workload.response_len is "
+                             "not set")
+        return self
+
+    @model_validator(mode="after")
     def _lengths_have_a_source(self) -> WorkloadConfig:
+        if self.tasks is not None:
+            return self
         if self.trace is None and self.response_len is None:
             raise ValueError(
                 "response_len is required unless trace is set; e.g. "

@@ -126,7 +126,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     trainer = Trainer(env, "trainer", train_cost, tpool.name, place.train_gpus, recorder)
     judges: list[RolloutEngine] = []
     jc = scenario.reward.judge
-    if scenario.reward.kind == "judge" and jc is not None:
+    if scenario.uses_judge and jc is not None:
         jpool = scenario.pool(jc.pool)
         jmodel = jc.model if isinstance(jc.model, ModelSpec) else _judge_model(jc.model)
         jcost, jkv = _engine_cost(jmodel, jpool, jc.tp, r.gpu_memory_utilization,

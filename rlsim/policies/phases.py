@@ -11,6 +11,7 @@ Policies (sync, one_off, ...) only decide the order and overlap of these phases.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class Sample:
     response_tokens: int  # the whole trajectory after the prompt for a multi-turn sample
     version: int  # policy version (weights) it was generated with
     reward_s: float | None = None  # recorded reward latency (replayed rollouts), else drawn
+    task: str | None = None  # its task in a mixed workload (workload.tasks)
 
     @property
     def tokens(self) -> int:
@@ -167,7 +169,9 @@ class Phases:
                 engine.submit(req)
         done = yield barrier.done
         if not multi and not rewards:
-            samples = [Sample(r.tag, r.prompt_tokens, r.generated, version) for r in done]
+            task_of = {g.prompt_id: g.task for g in groups}
+            samples = [Sample(r.tag, r.prompt_tokens, r.generated, version,
+                              task=task_of[r.tag]) for r in done]
         else:
             samples = [x if isinstance(x, Sample)
                        else Sample(x.tag, x.prompt_tokens, x.generated, version,
@@ -206,6 +210,17 @@ class Phases:
 
     def _reward(self, step: int, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         cfg = self.c.scenario.reward
+        if cfg.by_task:
+            # A mixed workload: CPU-scored samples on the workers and judged ones on the
+            # judge engines, at the same time.
+            mixed = self.task_reward_latencies(step, [s.task for s in samples])
+            cpu = [x for x in mixed if x is not None]
+            judged = [s for s, x in zip(samples, mixed, strict=True) if x is None]
+            jobs = [self.c.reward.score(cpu)] if cpu else []
+            if judged:
+                jobs.append(self.env.process(self._judge(judged)))
+            yield self.env.all_of(jobs)
+            return
         if cfg.kind == "judge":
             yield from self._judge(samples)
             return
@@ -224,6 +239,29 @@ class Phases:
         draw = rng(self.c.scenario.seed, "reward", step).standard_normal(n)
         lat = cfg.latency.median * np.exp(cfg.latency.sigma * draw)
         return np.minimum(lat, cfg.timeout)
+
+    def task_reward_latencies(self, step: int,
+                              tasks: Sequence[str | None]) -> list[float | None]:
+        """Per-sample reward latencies of a mixed workload, from the reward stream (one
+        normal draw per sample, so every policy sees the same ones): lognormal around the
+        sample's task's median, cut at its timeout; None where the task is judged."""
+        cfg = self.c.scenario.reward
+        draw = rng(self.c.scenario.seed, "reward", step).standard_normal(len(tasks))
+        out: list[float | None] = []
+        for z, task in zip(draw.tolist(), tasks, strict=True):
+            spec = cfg.by_task.get(task) if task is not None else None
+            kind = spec.kind if spec is not None else cfg.kind
+            if kind == "judge":
+                out.append(None)
+                continue
+            lat = spec.latency if spec is not None else cfg.latency
+            timeout = spec.timeout if spec is not None else cfg.timeout
+            out.append(min(lat.median * math.exp(lat.sigma * z), timeout))
+        return out
+
+    def judge(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
+        """Score samples on the judge engines (round-robin); ends when all are judged."""
+        yield from self._judge(samples)
 
     def _judge(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         jc = self.c.scenario.reward.judge

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import simpy
@@ -49,7 +49,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "policy.tail_batching.eta_r", f"a short round needs ceil(eta_r x {r0}) = "
             f"{n_responses} responses per prompt but the trace records {most}; lower eta_r to "
             f"at most {most / r0:g} or use a synthetic workload (workload.response_len)")
-    if cfg.reward_scheduler and sc.reward.kind == "judge":
+    if cfg.reward_scheduler and sc.reward.kind == "judge" and not sc.reward.by_task:
         raise ScenarioError(
             "policy.tail_batching.reward_scheduler", "scoring with a judge LLM as responses "
             "finish is not modelled yet; set reward_scheduler: false or reward.kind: rule or "
@@ -77,7 +77,13 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         launched = sum(len(g.response_tokens) for g in groups)
         # With the reward scheduler, every response is scored as it finishes, so the
         # latencies are drawn per launched response (in launch order) up front.
-        lat = ph.reward_latencies(step, launched).tolist() if cfg.reward_scheduler else None
+        lat: list[float | None] | None = None
+        if cfg.reward_scheduler:
+            if sc.reward.by_task:  # judged tasks (None) are scored after the round
+                lat = ph.task_reward_latencies(
+                    step, [g.task for g in groups for _ in g.response_tokens])
+            else:
+                lat = list(ph.reward_latencies(step, launched).tolist())
         rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, lat),
                                      samples=p0 * r0, launched=launched, round=kind)
         samples = rnd.samples
@@ -85,8 +91,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         if planner is not None:
             planner.observe(step, preempted)
         if kind == "short":
-            queue.extend(PromptGroup(g.prompt_id, g.prompt_tokens, g.response_tokens[:r0],
-                                     g.max_response_tokens) for g in rnd.left)
+            queue.extend(replace(g, response_tokens=g.response_tokens[:r0]) for g in rnd.left)
             ph.rec.instant(CONTROLLER, "decision", ph.env.now, step=step, what="short_round",
                            queue=len(queue), trained=sorted({s.prompt_id for s in samples}),
                            queued=[g.prompt_id for g in rnd.left])
@@ -94,6 +99,11 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             yield ph.switch(step, "train")
         if rnd.reward_done_s is None:
             yield ph.reward(step, samples)
+        elif rnd.judged:
+            # Judged samples wait for the judge engines after the round; the others were
+            # scored on the workers as they finished.
+            yield ph.phase("reward", step, _judged_until(ph, rnd.judged, rnd.reward_done_s),
+                           samples=len(samples), overlapped=True)
         else:
             # Only the rewards still running when generation ended are waited for.
             yield ph.phase("reward", step, _until(ph, rnd.reward_done_s),
@@ -177,6 +187,13 @@ class _Round:
     samples: list[Sample]  # P0 x R0, in finishing order
     left: list[PromptGroup]  # prompts not done, in launch order
     reward_done_s: float | None  # when the trained samples' rewards end (reward scheduler)
+    judged: list[Sample]  # trained samples still to score on the judge (reward scheduler)
+
+
+def _judged_until(ph: Phases, judged: list[Sample],
+                  t_s: float) -> Generator[simpy.Event, Any, None]:
+    judge = ph.env.process(ph.judge(judged))
+    yield ph.env.all_of([judge, ph.env.process(_until(ph, t_s))])
 
 
 def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
@@ -185,7 +202,7 @@ def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
 
 
 def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: int,
-           version: int, reward_lat: list[float] | None,
+           version: int, reward_lat: list[float | None] | None,
            ) -> Generator[simpy.Event, Any, _Round]:
     """Generate until P0 prompts have R0 finished responses each. A long round launches P0
     prompts x R0, so it waits for every response. With `reward_lat` (one latency per
@@ -221,7 +238,9 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
         if req.status != "finished" or enough.triggered:
             return  # an aborted response, or one that finished after the round ended
         if reward_lat is not None:
-            reward_end[req.rid] = pool.submit(reward_lat[index[req.rid]])
+            lat = reward_lat[index[req.rid]]
+            if lat is not None:  # judged responses are scored after the round
+                reward_end[req.rid] = pool.submit(lat)
         got = finished.setdefault(req.tag, [])
         got.append((req, env.now))
         if len(got) != r0:
@@ -240,7 +259,9 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
     yield enough
     pairs = [pair for pid in done for pair in finished[pid][:r0]]
     pairs.sort(key=lambda p: p[1])
-    samples = [Sample(r.tag, r.prompt_tokens, r.generated, version) for r, _ in pairs]
+    task_of = {g.prompt_id: g.task for g in groups}
+    samples = [Sample(r.tag, r.prompt_tokens, r.generated, version, task=task_of[r.tag])
+               for r, _ in pairs]
     ph.record_responses(step, t0, samples, [t for _, t in pairs])
     trained = set(done)
     reward_done = None
@@ -248,5 +269,11 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
         pool.close_batch()
         # Responses of prompts that were not done were scored too (work spent in vain),
         # but the step waits only for the rewards of the samples it trains.
-        reward_done = max((reward_end[r.rid] for r, _ in pairs), default=env.now)
-    return _Round(samples, [g for g in groups if g.prompt_id not in trained], reward_done)
+        reward_done = max((reward_end[r.rid] for r, _ in pairs if r.rid in reward_end),
+                          default=env.now)
+        judged = [smp for smp, (r, _) in zip(samples, pairs, strict=True)
+                  if r.rid not in reward_end]
+    else:
+        judged = []
+    return _Round(samples, [g for g in groups if g.prompt_id not in trained], reward_done,
+                  judged)

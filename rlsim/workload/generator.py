@@ -54,6 +54,22 @@ class _Replayed:
     reward_s: tuple[float | None, ...]
 
 
+def task_of_prompts(cfg: WorkloadConfig, n: int) -> list[int]:
+    """The task index of each of a batch's n prompts: interleaved in the configured shares
+    (smooth weighted round-robin: prompt i goes to the task furthest below its share of
+    i + 1 prompts, ties to the first listed), so every batch, and every prefix of one,
+    holds the tasks in their shares up to rounding, and the same index always has the same
+    task."""
+    shares = [t.share for t in cfg.tasks or []]
+    counts = [0] * len(shares)
+    out = []
+    for i in range(n):
+        k = max(range(len(shares)), key=lambda j: (shares[j] * (i + 1) - counts[j], -j))
+        counts[k] += 1
+        out.append(k)
+    return out
+
+
 class Workload:
     """The prompt groups of every training step of one job, drawn from its own streams.
 
@@ -77,14 +93,20 @@ class Workload:
         self._prompt_q: Quantile | None = None
         self._response_q: Quantile | None = None
         self._rollouts: list[list[_Replayed]] | None = None
+        self._task_q: list[Quantile] = []
         if cfg.trace is not None and cfg.trace.format == "rollouts":
             self._load_rollouts(resolve_path(cfg.trace.path, base_dir))
         elif cfg.trace is not None:
             self._load_trace(resolve_path(cfg.trace.path, base_dir))
         else:
-            assert cfg.response_len is not None  # the schema requires one source of lengths
             self._prompt_q = quantile_function(cfg.prompt_len, base_dir)
-            self._response_q = quantile_function(cfg.response_len, base_dir)
+            default = cfg.response_len
+            for t in cfg.tasks or []:
+                dist = t.response_len or default
+                assert dist is not None  # the schema requires one source for every task
+                self._task_q.append(quantile_function(dist, base_dir))
+            if default is not None:
+                self._response_q = quantile_function(default, base_dir)
 
     @property
     def trace_prompts(self) -> int | None:
@@ -139,9 +161,13 @@ class Workload:
             prompts, responses = self._synthesize(step, n, s)
         cap = self.cfg.max_response_len
         first_id = step * PROMPT_ID_STRIDE
+        names = [t.name for t in self.cfg.tasks or []]
+        tasks = task_of_prompts(self.cfg, n) if names else [None] * n
         return [
-            PromptGroup(first_id + i, p, tuple(r), cap)
-            for i, (p, r) in enumerate(zip(prompts.tolist(), responses.tolist(), strict=True))
+            PromptGroup(first_id + i, p, tuple(r), cap,
+                        task=None if k is None else names[k])
+            for i, (p, r, k) in enumerate(zip(prompts.tolist(), responses.tolist(), tasks,
+                                              strict=True))
         ]
 
     def _check_request(self, step: int, n: int, s: int) -> None:
@@ -185,12 +211,22 @@ class Workload:
     def _synthesize(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
         # Gaussian copula: the scores of one group share sqrt(rho) z, so any two have
         # correlation rho, while each score is N(0,1) and hence has the configured marginal.
-        assert self._prompt_q is not None and self._response_q is not None
+        assert self._prompt_q is not None
         z, prompt_noise, _ = self._prompt_draws(step, n)
         noise = self._response_noise(step, n, s)
         rho = self._rho
         scores = math.sqrt(rho) * z[:, None] + math.sqrt(1.0 - rho) * noise
-        responses = to_tokens(self._response_q(scores), self.cfg.max_response_len)
+        if self._task_q:
+            # Each task's prompts take their lengths from the task's own marginal.
+            task = np.asarray(task_of_prompts(self.cfg, n))
+            lengths = np.empty_like(scores)
+            for k, q in enumerate(self._task_q):
+                rows = task == k
+                lengths[rows] = q(scores[rows])
+        else:
+            assert self._response_q is not None
+            lengths = self._response_q(scores)
+        responses = to_tokens(lengths, self.cfg.max_response_len)
         c = self._prompt_corr
         prompt_scores = c * z + math.sqrt(1.0 - c * c) * prompt_noise
         prompts = to_tokens(self._prompt_q(prompt_scores), self.cfg.max_prompt_len)

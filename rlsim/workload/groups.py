@@ -45,6 +45,9 @@ class PromptGroup:
     reward_s: tuple[float | None, ...] | None = None
     """Recorded rollouts only: each sample's measured reward latency in seconds (None where
     the recording has none); None when no sample of the group has one."""
+    task: str | None = None
+    """The task of a mixed workload (workload.tasks) this prompt belongs to; None without
+    a mix."""
 
     @property
     def capped(self) -> int:
