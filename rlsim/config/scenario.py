@@ -248,6 +248,28 @@ class TailBatchingConfig(_Frozen):
     planner_calm_steps: int = Field(
         default=4, ge=1,
         description="Steps in a row without preemption that halve the TP. RollPacker [P]: 4.")
+    stream_trainer: bool = Field(
+        default=False,
+        description="RollPacker's stream trainer (colocated, with reward_scheduler): between "
+        "stream_start and stream_stop of a round's responses finished, release half the "
+        "rollout GPUs if the running requests fit the other half's KV, and compute the done "
+        "samples' gradients there while the tail generates; one optimizer step at the end.",
+    )
+    stream_start: float = Field(
+        default=0.2, gt=0, lt=1,
+        description="Fraction of a round's responses finished from which scaling down is "
+        "tried. RollPacker [P Alg. 1]: 0.2.")
+    stream_stop: float = Field(
+        default=0.5, gt=0, lt=1,
+        description="Fraction after which it is no longer tried. RollPacker [P Alg. 1]: 0.5.")
+    stream_every: float = Field(
+        default=0.05, gt=0, lt=1,
+        description="Tried again at every further fraction. RollPacker [P Alg. 1]: 0.05.")
+    stream_projection_quantile: float = Field(
+        default=0.9, gt=0, le=1,
+        description="Each running request is projected to the longer of its length and this "
+        "quantile of the responses finished so far (documented default; the paper combines "
+        "'historical response length distributions').")
 
 
 class PolicyConfig(_Frozen):

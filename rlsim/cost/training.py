@@ -132,6 +132,19 @@ class TrainCost:
         return TrainStepCost(compute_s, bubble_s, comm_s, optimizer_s,
                              self.profile.train_step_overhead_s)
 
+    def with_gpus(self, gpus: int) -> TrainCost:
+        """The same layout (TP, PP, CP) on `gpus` GPUs, i.e. another data-parallel degree;
+        raises ValueError when `gpus` does not hold whole model replicas."""
+        return TrainCost(self.model, self.gpu, gpus, self.tp, self.pp, self.cp, self.profile,
+                         self.recompute_activations, self.micro_batch_tokens, self.seq_tokens,
+                         self.dtype_bytes)
+
+    def grad_s(self, tokens: int, seq_tokens: float | None = None) -> float:
+        """Forward and backward over `tokens` tokens with the gradients kept (accumulated):
+        a train step without its optimizer update and gradient synchronization."""
+        step = self.train_step(tokens, seq_tokens)
+        return step.compute_s + step.bubble_s
+
     def forward_s(self, tokens: int, seq_tokens: float | None = None) -> float:
         """Forward-only pass (reference / old log-probs) over `tokens` tokens: FLOPs at
         `forward_mfu` (None: `train_mfu`) plus `forward_overhead_s`; 0 for no tokens."""

@@ -26,6 +26,7 @@ class TrainerCost(Protocol):
 
     def train_step(self, tokens: int, seq_tokens: float | None = None) -> _StepCost: ...
     def forward_s(self, tokens: int, seq_tokens: float | None = None) -> float: ...
+    def grad_s(self, tokens: int, seq_tokens: float | None = None) -> float: ...
     def offload_s(self) -> float: ...
     def reload_s(self) -> float: ...
 
@@ -56,6 +57,13 @@ class Trainer:
         """A forward-only pass (log-prob inference) over `tokens` tokens."""
         return self.env.process(self._busy(label, self.cost.forward_s(tokens, seq_tokens),
                                            tokens=tokens))
+
+    def grads(self, tokens: int, seq_tokens: float | None = None,
+              **attrs: Any) -> simpy.Process:
+        """Forward and backward with the gradients accumulated, no optimizer step (a
+        streamed micro-batch of the stream trainer)."""
+        return self.env.process(self._busy("grads", self.cost.grad_s(tokens, seq_tokens),
+                                           tokens=tokens, **attrs))
 
     def offload(self) -> simpy.Process:
         return self.env.process(self._busy("offload", self.cost.offload_s(), compute=False))

@@ -288,12 +288,23 @@ class Phases:
         if t.old_logprob:
             yield self.c.trainer.forward(tokens, "old_logprob", seq)
 
-    def train(self, step: int, samples: Sequence[Sample], version: int) -> simpy.Process:
+    def train(self, step: int, samples: Sequence[Sample], version: int,
+              streamed: Sequence[Sample] = ()) -> simpy.Process:
+        """Train on `samples`; those in `streamed` already have their gradients (a stream
+        trainer computed them during generation), so only the rest are computed here, and
+        the one optimizer step covers all."""
         stale = [version - s.version for s in samples]
         tokens = sum(s.tokens for s in samples)
         seq = attention_length(samples)
+        if streamed:
+            done = {id(s) for s in streamed}
+            rest = [s for s in samples if id(s) not in done]
+            work, work_seq = sum(s.tokens for s in rest), attention_length(rest)
+        else:
+            work, work_seq = tokens, seq
         return self.phase(
-            "train", step, self._train(tokens, seq, step), samples=len(samples), tokens=tokens,
+            "train", step, self._train(work, work_seq, step), samples=len(samples),
+            tokens=tokens, streamed=len(streamed),
             seq_tokens=seq, response_tokens=sum(s.response_tokens for s in samples),
             staleness_mean=float(np.mean(stale)) if stale else 0.0,
             staleness_max=max(stale, default=0),

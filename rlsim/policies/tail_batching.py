@@ -32,8 +32,9 @@ import simpy
 
 from rlsim.config.errors import ScenarioError
 from rlsim.cost.inference import InferenceCost
-from rlsim.entities.engine import Request
+from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.policies.phases import Phases, Sample
+from rlsim.policies.stream_trainer import StreamTrainer, streamed_rest
 from rlsim.trace import CONTROLLER
 from rlsim.workload import PromptGroup, Workload
 
@@ -55,6 +56,13 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "finish is not modelled yet; set reward_scheduler: false or reward.kind: rule or "
             "sandbox")
     colocated = ph.c.placement.colocated
+    if cfg.stream_trainer and not (colocated and cfg.reward_scheduler):
+        raise ScenarioError(
+            "policy.tail_batching.stream_trainer", "the stream trainer moves rollout GPUs to "
+            "training and trains on samples whose rewards are in: it needs policy.placement: "
+            "colocated and reward_scheduler: true")
+    stream = StreamTrainer(ph, cfg.stream_start, cfg.stream_stop, cfg.stream_every,
+                           cfg.stream_projection_quantile) if cfg.stream_trainer else None
     queue: deque[PromptGroup] = deque()
     draws = 0  # short rounds so far: each takes a fresh batch of prompts from the workload
     planner = _Planner(ph, cfg.planner_jump, cfg.planner_calm_steps) if cfg.planner else None
@@ -84,7 +92,8 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
                     step, [g.task for g in groups for _ in g.response_tokens])
             else:
                 lat = list(ph.reward_latencies(step, launched).tolist())
-        rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, lat),
+        rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, lat,
+                                                         stream),
                                      samples=p0 * r0, launched=launched, round=kind)
         samples = rnd.samples
         preempted = sum(e.preemptions for e in ph.c.engines) - preempted_before
@@ -95,6 +104,10 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             ph.rec.instant(CONTROLLER, "decision", ph.env.now, step=step, what="short_round",
                            queue=len(queue), trained=sorted({s.prompt_id for s in samples}),
                            queued=[g.prompt_id for g in rnd.left])
+        streamed: list[Sample] = []
+        if stream is not None:
+            # The streamed chunk in flight completes before the GPUs change hands.
+            streamed = yield ph.env.process(stream.end_round())
         if colocated:
             yield ph.switch(step, "train")
         if rnd.reward_done_s is None:
@@ -108,8 +121,8 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             # Only the rewards still running when generation ended are waited for.
             yield ph.phase("reward", step, _until(ph, rnd.reward_done_s),
                            samples=len(samples), overlapped=True)
-        yield ph.ref(step, samples)
-        yield ph.train(step, samples, version=step)
+        yield ph.ref(step, streamed_rest(samples, streamed))
+        yield ph.train(step, samples, version=step, streamed=streamed)
         if colocated:
             yield ph.switch(step, "rollout")
         yield ph.weight_sync(step)
@@ -203,16 +216,21 @@ def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
 
 def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: int,
            version: int, reward_lat: list[float | None] | None,
+           stream: StreamTrainer | None = None,
            ) -> Generator[simpy.Event, Any, _Round]:
     """Generate until P0 prompts have R0 finished responses each. A long round launches P0
     prompts x R0, so it waits for every response. With `reward_lat` (one latency per
-    launched response), each response is scored on the reward pool as it finishes."""
+    launched response), each response is scored on the reward pool as it finishes. With
+    `stream`, the stream trainer may release half the engines mid-round."""
     env = ph.env
     t0 = env.now
     enough = env.event()
     by_prompt: dict[int, list[Request]] = {}
     finished: dict[int, list[tuple[Request, float]]] = {}
     done: list[int] = []
+    # done prompt -> (sample, finish time, request id) of its R0 trained responses
+    made: dict[int, list[tuple[Sample, float, int]]] = {}
+    task_of = {g.prompt_id: g.task for g in groups}
     reqs: list[Request] = []
     reward_end: dict[int, float] = {}  # rid -> when its reward is done
     index: dict[int, int] = {}  # rid -> launch index (its reward latency)
@@ -237,6 +255,8 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
     def on_done(req: Request) -> None:
         if req.status != "finished" or enough.triggered:
             return  # an aborted response, or one that finished after the round ended
+        if stream is not None:
+            stream.on_finished(req)
         if reward_lat is not None:
             lat = reward_lat[index[req.rid]]
             if lat is not None:  # judged responses are scored after the round
@@ -246,33 +266,51 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
         if len(got) != r0:
             return  # not yet done, or a surplus response landing as the prompt got done
         done.append(req.tag)
+        made[req.tag] = [(Sample(r.tag, r.prompt_tokens, r.generated, version,
+                                 task=task_of[r.tag]), t, r.rid) for r, t in got]
+        if stream is not None:
+            ends = [reward_end.get(r.rid, math.inf) for r, _ in got]
+            stream.on_prompt_done([smp for smp, _, _ in made[req.tag]],
+                                  max(ends) if reward_lat is not None else math.inf)
         if len(done) == p0:
             enough.succeed()
             abort(reqs)
         else:
             abort(by_prompt[req.tag])  # the prompt's surplus responses free their KV now
 
+    def migrate(release: list[RolloutEngine]) -> None:
+        """Move the released engines' requests to the kept ones, least loaded first; each
+        keeps its generated tokens (re-prefilled there)."""
+        keep = [e for e in ph.c.engines if e not in release]
+        moved = [r for e in release for r in e.abort()]
+        for r in moved:
+            new = Request(ph.next_rid(), r.prompt_tokens, r.output_tokens,
+                          prefix_tokens=r.generated, on_done=on_done, tag=r.tag)
+            index[new.rid] = index[r.rid]
+            by_prompt[r.tag].append(new)
+            reqs.append(new)
+            min(keep, key=lambda e: e.load).submit(new)
+
+    if stream is not None:
+        stream.begin_round(step, len(reqs), lambda: [r for r in reqs if r.status in (
+            "waiting", "prefill", "decode")], migrate)
     for engine, chunk in ph.engine_chunks(reqs):
         for req in chunk:
             req.on_done = on_done
             engine.submit(req)
     yield enough
-    pairs = [pair for pid in done for pair in finished[pid][:r0]]
-    pairs.sort(key=lambda p: p[1])
-    task_of = {g.prompt_id: g.task for g in groups}
-    samples = [Sample(r.tag, r.prompt_tokens, r.generated, version, task=task_of[r.tag])
-               for r, _ in pairs]
-    ph.record_responses(step, t0, samples, [t for _, t in pairs])
+    trained_by_time = sorted((m for pid in done for m in made[pid]), key=lambda m: m[1])
+    samples = [smp for smp, _, _ in trained_by_time]
+    ph.record_responses(step, t0, samples, [t for _, t, _ in trained_by_time])
     trained = set(done)
     reward_done = None
     if reward_lat is not None:
         pool.close_batch()
         # Responses of prompts that were not done were scored too (work spent in vain),
         # but the step waits only for the rewards of the samples it trains.
-        reward_done = max((reward_end[r.rid] for r, _ in pairs if r.rid in reward_end),
+        reward_done = max((reward_end[rid] for _, _, rid in trained_by_time if rid in reward_end),
                           default=env.now)
-        judged = [smp for smp, (r, _) in zip(samples, pairs, strict=True)
-                  if r.rid not in reward_end]
+        judged = [smp for smp, _, rid in trained_by_time if rid not in reward_end]
     else:
         judged = []
     return _Round(samples, [g for g in groups if g.prompt_id not in trained], reward_done,

@@ -23,7 +23,9 @@ def _run(**changes):
 
 
 def _decisions(res):
-    return sorted((i for i in res.recorder.instants if i.name == "decision"),
+    """The round decisions (one per step), not the planner's or the stream trainer's."""
+    return sorted((i for i in res.recorder.instants if i.name == "decision"
+                   and i.attrs["what"] in ("short_round", "long_round")),
                   key=lambda i: i.attrs["step"])
 
 
@@ -62,14 +64,19 @@ def test_over_provisioning_aborts_and_queues():
     steps=st.integers(1, 8),
     placement=st.sampled_from(["colocated", "disaggregated"]),
     seed=st.integers(0, 20),
+    stream=st.booleans(),
 )
 def test_round_invariants(prompts, samples, sigma, eta_p, eta_r, max_seqs, steps, placement,
-                          seed):
+                          seed, stream):
+    if stream:  # the stream trainer needs a colocated job and the reward scheduler
+        placement = "colocated"
     res = _run(steps=steps, seed=seed, workload__prompts_per_step=prompts,
                workload__samples_per_prompt=samples, rollout__max_running_seqs=max_seqs,
                workload__response_len={"dist": "lognormal", "median": 200, "sigma": sigma},
                policy={"name": "tail_batching", "placement": placement,
-                       "tail_batching": {"eta_p": eta_p, "eta_r": eta_r}})
+                       "tail_batching": {"eta_p": eta_p, "eta_r": eta_r,
+                                         "reward_scheduler": stream,
+                                         "stream_trainer": stream}})
     rec = res.recorder
     train = sorted((s for s in rec.spans if s.name == "train" and s.track == "controller"),
                    key=lambda s: s.attrs["step"])
@@ -103,6 +110,17 @@ def test_round_invariants(prompts, samples, sigma, eta_p, eta_r, max_seqs, steps
     step_spans = sorted((s for s in rec.spans if s.name == "step"), key=lambda s: s.t0)
     assert [s.attrs["round"] for s in step_spans] == [
         "long" if d.attrs["what"] == "long_round" else "short" for d in decisions]
+    # streamed samples are part of the step's P0 x R0, never more
+    assert all(0 <= s.attrs["streamed"] <= s.attrs["samples"] for s in train)
+    # no GPU double-booked: engines, the stream trainer and the trainer share the pool
+    busy = sorted([(s.t0, s.attrs["gpus"]) for s in rec.spans if s.name == "busy"]
+                  + [(s.t1, -s.attrs["gpus"]) for s in rec.spans if s.name == "busy"],
+                  key=lambda e: (e[0], e[1]))
+    level = peak = 0
+    for _, g in busy:
+        level += g
+        peak = max(peak, level)
+    assert peak <= 8  # tiny(): one pool of 8 GPUs, whatever the placement
     # aborted requests free their KV: every engine drains and stays within its cache
     capacity = {i.attrs["track"]: i.attrs["kv_capacity_tokens"] for i in rec.instants
                 if i.name == "entity" and i.attrs["kind"] == "engine"}
@@ -206,3 +224,36 @@ def test_planner_never_picks_a_tp_the_model_cannot_run():
     assert not [i for i in res.recorder.instants
                 if i.name == "decision" and i.attrs["what"] == "rollout_tp"]
     assert {s.attrs["rollout_tp"] for s in res.recorder.spans if s.name == "step"} == {4}
+
+
+def test_stream_trainer_streams_gradients_and_keeps_one_optimizer_step():
+    """Long tails on a colocated job: the second half of the engines is released, their
+    requests finish on the first half, and part of each step's gradients are computed on the
+    released GPUs before the step's single train (optimizer) phase."""
+    res = _run(steps=4, workload__prompts_per_step=8, workload__samples_per_prompt=4,
+               workload__response_len={"dist": "lognormal", "median": 300, "sigma": 1.2},
+               policy={"name": "tail_batching", "placement": "colocated",
+                       "tail_batching": {"reward_scheduler": True, "stream_trainer": True}})
+    rec = res.recorder
+    decisions = [i for i in rec.instants if i.name == "decision"
+                 and i.attrs["what"] == "stream_scale"]
+    assert decisions and all(d.attrs["scaled"] for d in decisions)
+    grads = [s for s in rec.spans if s.track == "train.stream" and s.name == "grads"]
+    train = [s for s in rec.spans if s.track == "controller" and s.name == "train"]
+    assert grads and sum(s.attrs["streamed"] for s in train) == \
+        sum(g.attrs["samples"] for g in grads)
+    assert len([s for s in rec.spans if s.track == "train.trainer" and s.name == "train"]) == 4
+    # the stream trainer runs on half the pool while the kept engines generate
+    stream_busy = [s for s in rec.spans if s.track == "train.stream" and s.name == "busy"]
+    assert {s.attrs["gpus"] for s in stream_busy} == {4}
+
+
+@pytest.mark.parametrize("policy", [
+    {"placement": "disaggregated", "tail_batching": {"reward_scheduler": True,
+                                                     "stream_trainer": True}},
+    {"placement": "colocated", "tail_batching": {"stream_trainer": True}},
+])
+def test_stream_trainer_needs_colocated_and_the_reward_scheduler(policy):
+    with pytest.raises(ScenarioError) as err:
+        _run(steps=1, policy={"name": "tail_batching", **policy})
+    assert "policy.tail_batching.stream_trainer" in err.value.line()
