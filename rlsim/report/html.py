@@ -299,11 +299,7 @@ def _run_page(data: RunData) -> str:
     _timeline_section(page, run, MAX_BARS, heading=False)
 
     page.section("utilization", "GPU pool utilization", _CAPTIONS["utilization"])
-    util = F.utilization(run)
-    if util is None:
-        page.absent(_ABSENT["utilization"])
-    else:
-        page.plot(util)
+    page.plot_or_absent(F.utilization(run), _ABSENT["utilization"])
 
     page.section("steps", "Step-time breakdown", _CAPTIONS["steps"])
     fig, group = F.step_breakdown(run)
@@ -323,11 +319,7 @@ def _run_page(data: RunData) -> str:
 
     if F.staleness_relevant(run):
         page.section("staleness", "Staleness", _CAPTIONS["staleness"])
-        st = F.staleness([run])
-        if st is None:
-            page.absent(_ABSENT["staleness"])
-        else:
-            page.plot(st)
+        page.plot_or_absent(F.staleness([run]), _ABSENT["staleness"])
     return page.html()
 
 
@@ -363,31 +355,19 @@ def _comparison_page(datas: Sequence[RunData]) -> str:
 
     page.section("steps", "Step time per step",
                  "Each run's step durations; warm-up and tail effects show as outliers.")
-    st = F.step_times_overlay(runs)
-    if st is None:
-        page.absent(_ABSENT["steps"])
-    else:
-        page.plot(st)
+    page.plot_or_absent(F.step_times_overlay(runs), _ABSENT["steps"])
 
     page.section("utilization", "GPU pool utilization",
                  "Share of each pool's GPUs busy per time bin (300 bins per run), one color "
                  "per run, one dash style per pool.")
-    util = F.utilization_overlay(runs)
-    if util is None:
-        page.absent(_ABSENT["utilization"])
-    else:
-        page.plot(util)
+    page.plot_or_absent(F.utilization_overlay(runs), _ABSENT["utilization"])
 
     page.section("distributions", "Lengths and latencies", _CAPTIONS["distributions"])
     _distributions(page, runs)
 
     if any(F.staleness_relevant(r) for r in runs):
         page.section("staleness", "Staleness", _CAPTIONS["staleness"])
-        fig_st = F.staleness(runs)
-        if fig_st is None:
-            page.absent(_ABSENT["staleness"])
-        else:
-            page.plot(fig_st)
+        page.plot_or_absent(F.staleness(runs), _ABSENT["staleness"])
 
     page.section("timelines", "Timelines", _CAPTIONS["timeline"])
     per_run = max(4000, MAX_BARS // len(runs))

@@ -117,6 +117,13 @@ class Page:
     def plot(self, fig: dict[str, Any], title: str = "") -> None:
         self.body.append(self.plot_html(fig, title))
 
+    def plot_or_absent(self, fig: dict[str, Any] | None, absent: str) -> None:
+        """The figure, or one line saying why there is none (records absent)."""
+        if fig is None:
+            self.absent(absent)
+        else:
+            self.plot(fig)
+
     def grid(self, cells: list[str]) -> None:
         if cells:
             cls = "grid3" if len(cells) >= 3 else "grid2" if len(cells) == 2 else ""
