@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick screenshots setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick screenshots rollpacker-report setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -72,6 +72,10 @@ screenshots: $(STAMP)
 	$(BIN)/rlsim sweep $(SWEEP_EXAMPLE) --out runs/sweep-tp
 	$(BIN)/rlsim report runs/sweep-tp
 	$(BIN)/python -m rlsim.report.browser runs/sweep-tp/report.html reports/sweep-report.png
+
+# reports/rollpacker.md: the RollPacker reproduction (pairs, ablation, eta sweep) vs the paper.
+rollpacker-report: $(STAMP)
+	$(BIN)/python scenarios/rollpacker/make_report.py
 
 calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json

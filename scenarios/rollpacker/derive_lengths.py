@@ -16,7 +16,8 @@ quantile grid of its own:
   checked against the paper's Fig. 11 in section 7), not part of these files.
 
 Writes lengths-{math,code,qa}-{8,16,32}k.txt beside this script: 4,096 quantiles of each
-domain, one per line. Run it again after changing a parameter: `python scenarios/rollpacker/derive_lengths.py`.
+domain, one per line. Run it again after changing a parameter:
+`python scenarios/rollpacker/derive_lengths.py`.
 """
 
 from __future__ import annotations

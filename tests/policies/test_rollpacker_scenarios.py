@@ -36,3 +36,21 @@ def test_length_files_match_the_papers_statistics(label, cap):
     mix = np.concatenate(grids)  # the scenarios' uniform mix
     assert 755 <= np.percentile(mix, 75) <= 1100  # [P RollPacker 2.2]: P75 755 to 1.1k
     assert all(g.max() == cap for g in grids)  # the longest responses reach the cap
+
+
+def test_report_tables_are_computed_from_the_runs():
+    """make_report.py's markdown: speedup = veRL step / RollPacker step, error against the
+    paper's Table 2, every gap above 10% listed (fake runs, so no simulation here)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_report", DIR / "make_report.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    phases = dict.fromkeys(("gen", "reward", "ref", "train", "switch", "weight_sync"), 1.0)
+    results = {job: (100.0 if job[0].startswith("verl") else 50.0, phases, 0, 0)
+               for job in mod.jobs()}
+    text = mod.markdown(results)
+    assert "| 7B / 8k | 100.0 | 50.0 | 2.00x | 2.03x | -1% |" in text
+    assert "**32B / 32k**: 2.00x vs 2.56x (-22%)" in text
+    assert "**7B / 8k**" not in text.split("## Gaps")[1].split("Modelling")[0]
