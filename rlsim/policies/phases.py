@@ -126,11 +126,10 @@ class Phases:
         return self.phase("gen", step, self._gen(step, groups, version),
                           samples=sum(len(g.response_tokens) for g in groups))
 
-    def _next_rid(self) -> int:
+    def next_rid(self) -> int:
+        """A fresh request id (unique within the run)."""
         self._rid += 1
         return self._rid
-
-    next_rid = _next_rid
 
     def _gen(self, step: int, groups: Sequence[PromptGroup],
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
@@ -165,7 +164,7 @@ class Phases:
                     # A multi-turn sample keeps its engine for every turn.
                     req.on_done = _Trajectory(
                         req.tag, req.prompt_tokens, sample_turns, rewards.get(req.rid), version,
-                        engine, self.c.env_pool, self._next_rid, barrier.arrive).turn_done
+                        engine, self.c.env_pool, self.next_rid, barrier.arrive).turn_done
                 engine.submit(req)
         done = yield barrier.done
         if not multi and not rewards:
@@ -218,11 +217,11 @@ class Phases:
             judged = [s for s, x in zip(samples, mixed, strict=True) if x is None]
             jobs = [self.c.reward.score(cpu)] if cpu else []
             if judged:
-                jobs.append(self.env.process(self._judge(judged)))
+                jobs.append(self.env.process(self.judge(judged)))
             yield self.env.all_of(jobs)
             return
         if cfg.kind == "judge":
-            yield from self._judge(samples)
+            yield from self.judge(samples)
             return
         if samples and all(s.reward_s is not None for s in samples):
             # Replayed rollouts: the measured latencies, in sample order, still held to the
@@ -261,9 +260,6 @@ class Phases:
 
     def judge(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         """Score samples on the judge engines (round-robin); ends when all are judged."""
-        yield from self._judge(samples)
-
-    def _judge(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         jc = self.c.scenario.reward.judge
         assert jc is not None
         barrier = Barrier(self.env, len(samples))

@@ -15,18 +15,23 @@ from rlsim.report.metrics import summarize
 from rlsim.trace import Recorder, Span
 
 
+def _cluster(rec: Recorder, engines: int, train_gpus: int, kv_tokens: int) -> Recorder:
+    """The t = 0 records of a rollout pool of 1-GPU engines and a train pool."""
+    rec.instant("cluster", "pool", 0.0, pool="rollout", gpu="H100", gpus=engines,
+                usd_per_gpu_hour=3.0, profile="builtin:H100", profile_hash="x")
+    rec.instant("cluster", "pool", 0.0, pool="train", gpu="H100", gpus=train_gpus,
+                usd_per_gpu_hour=3.0, profile="builtin:H100", profile_hash="x")
+    for e in range(engines):
+        rec.instant("cluster", "entity", 0.0, track=f"rollout.engine{e}", kind="engine",
+                    pool="rollout", gpus=1, kv_capacity_tokens=kv_tokens)
+    return rec
+
+
 def contract_recorder(steps: int = 4, engines: int = 3, one_off: bool = False,
                       detail: str = "phase", seed: int = 0) -> Recorder:
     """Every record kind of the contract on a small run (sync, or one_off overlap)."""
     rng = np.random.default_rng(seed)
-    rec = Recorder(detail)
-    rec.instant("cluster", "pool", 0.0, pool="rollout", gpu="H100", gpus=engines,
-                usd_per_gpu_hour=3.0, profile="builtin:H100", profile_hash="x")
-    rec.instant("cluster", "pool", 0.0, pool="train", gpu="H100", gpus=8,
-                usd_per_gpu_hour=3.0, profile="builtin:H100", profile_hash="x")
-    for e in range(engines):
-        rec.instant("cluster", "entity", 0.0, track=f"rollout.engine{e}", kind="engine",
-                    pool="rollout", gpus=1, kv_capacity_tokens=100_000)
+    rec = _cluster(Recorder(detail), engines, train_gpus=8, kv_tokens=100_000)
     rec.instant("cluster", "entity", 0.0, track="train.trainer", kind="trainer", pool="train",
                 gpus=8)
     rec.instant("cluster", "entity", 0.0, track="reward", kind="reward", pool=None, workers=8)
@@ -92,14 +97,7 @@ def big_recorder(spans: int = 1_000_000, engines: int = 64, steps: int = 2000,
     """~`spans` spans: controller phases for `steps` steps, ~60% engine busy spans, the rest
     per-request spans, plus engine counters and responses instants."""
     rng = np.random.default_rng(seed)
-    rec = Recorder("request")
-    rec.instant("cluster", "pool", 0.0, pool="rollout", gpu="H100", gpus=engines,
-                usd_per_gpu_hour=3.0, profile="builtin:H100", profile_hash="x")
-    rec.instant("cluster", "pool", 0.0, pool="train", gpu="H100", gpus=64,
-                usd_per_gpu_hour=3.0, profile="builtin:H100", profile_hash="x")
-    for e in range(engines):
-        rec.instant("cluster", "entity", 0.0, track=f"rollout.engine{e}", kind="engine",
-                    pool="rollout", gpus=1, kv_capacity_tokens=200_000)
+    rec = _cluster(Recorder("request"), engines, train_gpus=64, kv_tokens=200_000)
     step_s = 10.0
     out: list[Span] = []
     for k in range(steps):
