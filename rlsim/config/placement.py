@@ -93,7 +93,15 @@ def resolve_placement(scenario: Scenario) -> Placement:
         raise ScenarioError("train.gpus", f"train GPUs ({tg}) must be a multiple of "
                             f"TP x PP x CP = {shard}")
     judge = scenario.reward.judge
-    if scenario.uses_judge and judge is not None:
+    if scenario.uses_judge and judge is not None and judge.placement != "dedicated":
+        # One judge engine per judge.tp rollout GPUs, inside a node.
+        _check_tp(judge.tp, rpool, "reward.judge.tp")
+        if rg % judge.tp:
+            raise ScenarioError("reward.judge.tp", f"a {judge.placement} judge runs on the "
+                                f"{rg} rollout GPUs, which must be a multiple of its TP "
+                                f"{judge.tp}")
+    elif scenario.uses_judge and judge is not None:
+        assert judge.pool is not None and judge.gpus is not None  # JudgeConfig checks
         jpool = _pool(scenario, judge.pool, "reward.judge.pool")
         _check_tp(judge.tp, jpool, "reward.judge.tp")
         if judge.gpus % judge.tp:

@@ -125,6 +125,12 @@ class TrainConfig(_Frozen):
     micro_batch_tokens: int = Field(
         default=16384, gt=0, description="Tokens per micro-batch (sets pipeline micro-batches)."
     )
+    mfu: float | None = Field(
+        default=None, gt=0, le=1,
+        description="Achieved fraction of BF16 peak of this trainer's software, for its "
+        "training steps and forward passes alike (None: the pool profile's train_mfu and "
+        "forward_mfu). For a framework measured end to end rather than per kernel.",
+    )
     ref_logprob: bool = Field(
         default=True, description="Compute reference-policy log-probs (a forward pass)."
     )
@@ -141,16 +147,43 @@ class LatencyDist(_Frozen):
 
 
 class JudgeConfig(_Frozen):
-    """A judge LLM served by rollout engines of its own."""
+    """A judge LLM served by rollout engines: on GPUs of its own, or on the rollout GPUs."""
 
     model: str | ModelSpec = Field(description="Judge model: catalogue name or inline spec.")
-    pool: str = Field(description="Pool the judge engines run on.")
-    gpus: int = Field(gt=0, description="GPUs used for judge engines.")
+    placement: Literal["dedicated", "time_shared", "mps"] = Field(
+        default="dedicated",
+        description="dedicated: judge engines on `gpus` GPUs of `pool`; time_shared: on the "
+        "rollout GPUs, judging after generation while the rollout engines sleep (veRL's "
+        "reward model in the same resource pool; its weights are loaded from host memory "
+        "first); mps: on the rollout GPUs beside the rollout engines (RollPacker [P 4.3]: "
+        "MPS sharing, resident_fraction of its weights on the GPU and the rest streamed from "
+        "host memory layer by layer, overlapped with compute); the rollout KV cache gives up "
+        "the judge's resident weights and room for one longest judge request.",
+    )
+    pool: str | None = Field(
+        default=None, description="Pool the judge engines run on (dedicated only).")
+    gpus: int | None = Field(
+        default=None, gt=0, description="GPUs used for judge engines (dedicated only).")
     tp: int = Field(default=1, gt=0, description="Judge engine TP degree.")
     prompt_overhead_tokens: int = Field(
         default=256, ge=0, description="Judge prompt tokens added to each response."
     )
     output_tokens: int = Field(default=16, gt=0, description="Judge verdict length in tokens.")
+    resident_fraction: float = Field(
+        default=0.5, gt=0, le=1,
+        description="mps: share of the judge's weights kept on the GPU; the rest is streamed "
+        "over PCIe on every forward pass. RollPacker [P 6.5]: at least half offloaded.",
+    )
+
+    @model_validator(mode="after")
+    def _dedicated_needs_gpus(self) -> JudgeConfig:
+        if self.placement == "dedicated" and (self.pool is None or self.gpus is None):
+            raise ValueError("a dedicated judge needs `pool` and `gpus` (or placement: "
+                             "time_shared or mps to run on the rollout GPUs)")
+        if self.placement != "dedicated" and (self.pool is not None or self.gpus is not None):
+            raise ValueError(f"a {self.placement} judge runs on the rollout GPUs: drop `pool` "
+                             "and `gpus`")
+        return self
 
 
 class TaskRewardConfig(_Frozen):
@@ -234,6 +267,18 @@ class TailBatchingConfig(_Frozen):
         description="RollPacker's reward scheduler: score each response on the reward pool "
         "as soon as it finishes, overlapped with generation, instead of after the round.",
     )
+    adaptive_timeout: bool = Field(
+        default=False,
+        description="With reward_scheduler: cut a sandbox execution at min(max("
+        "timeout_floor, timeout_lambda * T_anchor), the task's timeout), T_anchor being the "
+        "longest completed execution of the same problem so far (RollPacker [P 4.3]).",
+    )
+    timeout_lambda: float = Field(
+        default=1.5, ge=1.0,
+        description="Slack over T_anchor of the adaptive timeout. RollPacker [P 4.3]: 1.5.")
+    timeout_floor: Seconds = Field(
+        default=2.0, gt=0,
+        description="Shortest adaptive timeout. RollPacker [P 4.3]: 2 s.")
     planner: bool = Field(
         default=False,
         description="RollPacker's parallelism planner: double the rollout TP (up to a node) "

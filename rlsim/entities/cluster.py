@@ -8,6 +8,7 @@ naming the field to change.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,8 +20,9 @@ from rlsim.config.placement import Placement, resolve_placement
 from rlsim.config.scenario import PoolConfig, Scenario
 from rlsim.cost.inference import InferenceCost
 from rlsim.cost.profile import Profile, builtin_profile, load_profile
+from rlsim.cost.streamed import StreamedWeightsCost
 from rlsim.cost.training import TrainCost
-from rlsim.entities.engine import RolloutEngine
+from rlsim.entities.engine import EngineCost, RolloutEngine
 from rlsim.entities.env import EnvPool
 from rlsim.entities.link import Link
 from rlsim.entities.reward import RewardPool
@@ -49,6 +51,9 @@ class Cluster:
     weight_bytes: float
     env_pool: EnvPool
     """Environment workers for the steps between the turns of multi-turn rollouts."""
+    judge_load_s: float = 0.0
+    """Seconds to bring a time-shared judge's weights onto the rollout GPUs before it judges
+    (a warm start); 0 for dedicated and mps judges, which stay loaded."""
     engines_at: Callable[[int], tuple[list[RolloutEngine], InferenceCost]] | None = None
     """Rollout engines re-laid out at another TP degree over the same GPUs (built once per
     degree, then reused), for policies that change the rollout TP between steps."""
@@ -73,13 +78,16 @@ def _profile(pool: PoolConfig, field: str) -> Profile:
 
 
 def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,
-                 field: str) -> tuple[InferenceCost, int]:
+                 field: str, reserved_bytes_per_gpu: float = 0.0) -> tuple[InferenceCost, int]:
+    """The engine's cost model and KV capacity; `reserved_bytes_per_gpu` is memory another
+    model on the same GPUs holds (an mps judge), taken from the KV cache."""
     gpu = pool.gpu_spec
     try:
         cost = InferenceCost(model, gpu, tp, profile)
     except ValueError as err:  # e.g. TP that does not divide the attention heads
         raise ScenarioError(field, str(err)) from None
-    kv = cost.kv_capacity_tokens(util)
+    kv = cost.kv_capacity_tokens(util) - math.ceil(reserved_bytes_per_gpu
+                                                   / cost.kv_bytes_per_token_per_gpu)
     if kv <= 0:
         per_gpu = cost.weight_bytes_per_gpu() / GIB
         raise ScenarioError(
@@ -99,9 +107,12 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     profiles = {p.name: _profile(p, f"pools.{pool_index[p.name]}.profile")
                 for p in scenario.pools}
     rprofile = profiles[rpool.name]
-    engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
-                                   "rollout.tp")
     w = scenario.workload
+    jc = scenario.reward.judge if scenario.uses_judge else None
+    judge_cost, judge_kv, reserved = _judge_cost(scenario, rpool, profiles) if (
+        jc is not None and jc.placement != "dedicated") else (None, 0, 0.0)
+    engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
+                                   "rollout.tp", reserved)
     longest = w.max_prompt_len + w.max_response_len
     if longest > kv:
         raise ScenarioError(
@@ -115,6 +126,8 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     ]
     t = scenario.train
     tprofile = profiles[tpool.name]
+    if t.mfu is not None:
+        tprofile = tprofile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
     train_cost = TrainCost(model, tpool.gpu_spec, place.train_gpus, t.tp, t.pp, t.cp, tprofile,
                            t.recompute_activations, t.micro_batch_tokens)
     state = train_cost.state_bytes_per_gpu()
@@ -125,8 +138,15 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
             f"{tpool.gpu_spec.hbm / GIB:.0f} GiB; use more training GPUs")
     trainer = Trainer(env, "trainer", train_cost, tpool.name, place.train_gpus, recorder)
     judges: list[RolloutEngine] = []
-    jc = scenario.reward.judge
-    if scenario.uses_judge and jc is not None:
+    if jc is not None and judge_cost is not None:
+        judges = [
+            RolloutEngine(env, f"judge{i}", judge_cost, judge_kv, r.max_running_seqs,
+                          r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name,
+                          jc.tp)
+            for i in range(place.rollout_gpus // jc.tp)
+        ]
+    elif jc is not None:
+        assert jc.pool is not None and jc.gpus is not None  # JudgeConfig checks
         jpool = scenario.pool(jc.pool)
         jmodel = jc.model if isinstance(jc.model, ModelSpec) else _judge_model(jc.model)
         jcost, jkv = _engine_cost(jmodel, jpool, jc.tp, r.gpu_memory_utilization,
@@ -163,7 +183,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
         link.bandwidth = _sync_bandwidth(scenario, place, tprofile, tp)
         if tp not in layouts:
             cost, kv_tp = _engine_cost(model, rpool, tp, r.gpu_memory_utilization, rprofile,
-                                       "rollout.tp")
+                                       "rollout.tp", reserved)
             built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
                                    r.max_batched_tokens, recorder, scenario.engine_mode,
                                    rpool.name, tp)
@@ -174,6 +194,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
 
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
                    train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool,
+                   judge_cost.warm_start_s() if isinstance(judge_cost, InferenceCost) else 0.0,
                    engines_at)
 
 
@@ -199,6 +220,32 @@ def _record_entities(recorder: Recorder, engines: list[RolloutEngine],
     if link is not None:
         recorder.instant("cluster", "entity", 0.0, track=f"link.{link.name}", kind="link",
                          pool=None)
+
+
+def _judge_cost(scenario: Scenario, rpool: PoolConfig, profiles: dict[str, Profile],
+                ) -> tuple[EngineCost, int, float]:
+    """(cost, KV tokens, memory taken from each rollout GPU) of a judge on the rollout GPUs.
+
+    time_shared: the judge has the GPUs while the rollout engines sleep, so it gets their
+    memory budget and takes nothing from them. mps: it keeps `resident_fraction` of its
+    weights and KV room for one longest judge request on every rollout GPU, and streams the
+    rest of its weights (`StreamedWeightsCost`)."""
+    jc = scenario.reward.judge
+    assert jc is not None
+    jmodel = jc.model if isinstance(jc.model, ModelSpec) else _judge_model(jc.model)
+    util = scenario.rollout.gpu_memory_utilization
+    base, kv = _engine_cost(jmodel, rpool, jc.tp, util, profiles[rpool.name],
+                            "reward.judge.tp")
+    longest = scenario.workload.max_response_len + jc.prompt_overhead_tokens + jc.output_tokens
+    if jc.placement == "time_shared":
+        if longest > kv:
+            raise ScenarioError(
+                "reward.judge.tp", f"a judge request of up to {longest} tokens exceeds a judge "
+                f"engine's KV cache ({kv} tokens); raise reward.judge.tp")
+        return base, kv, 0.0
+    streamed = StreamedWeightsCost(base, jc.resident_fraction)
+    reserved = streamed.resident_bytes_per_gpu() + longest * base.kv_bytes_per_token_per_gpu
+    return streamed, longest, reserved
 
 
 def _judge_model(name: str) -> ModelSpec:

@@ -262,6 +262,8 @@ class Phases:
         """Score samples on the judge engines (round-robin); ends when all are judged."""
         jc = self.c.scenario.reward.judge
         assert jc is not None
+        if self.c.judge_load_s:
+            yield self.env.timeout(self.c.judge_load_s)  # a time-shared judge wakes up first
         barrier = Barrier(self.env, len(samples))
         judges = self.c.judges
         for i, s in enumerate(samples):

@@ -31,8 +31,10 @@ from typing import Any
 import simpy
 
 from rlsim.config.errors import ScenarioError
+from rlsim.config.scenario import Scenario
 from rlsim.cost.inference import InferenceCost
 from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.policies.adaptive_timeout import AdaptiveTimeout
 from rlsim.policies.phases import Phases, Sample
 from rlsim.policies.stream_trainer import StreamTrainer, streamed_rest
 from rlsim.trace import CONTROLLER
@@ -50,11 +52,14 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "policy.tail_batching.eta_r", f"a short round needs ceil(eta_r x {r0}) = "
             f"{n_responses} responses per prompt but the trace records {most}; lower eta_r to "
             f"at most {most / r0:g} or use a synthetic workload (workload.response_len)")
-    if cfg.reward_scheduler and sc.reward.kind == "judge" and not sc.reward.by_task:
+    if cfg.adaptive_timeout and not cfg.reward_scheduler:
         raise ScenarioError(
-            "policy.tail_batching.reward_scheduler", "scoring with a judge LLM as responses "
-            "finish is not modelled yet; set reward_scheduler: false or reward.kind: rule or "
-            "sandbox")
+            "policy.tail_batching.adaptive_timeout", "the adaptive sandbox timeout is part of "
+            "the reward scheduler (responses scored as they finish): set reward_scheduler: true "
+            "or adaptive_timeout: false")
+    adaptive = (AdaptiveTimeout(cfg.timeout_lambda, cfg.timeout_floor)
+                if cfg.adaptive_timeout else None)
+    caps = _sandbox_caps(sc)
     colocated = ph.c.placement.colocated
     if cfg.stream_trainer and not (colocated and cfg.reward_scheduler):
         raise ScenarioError(
@@ -71,6 +76,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         if planner is not None:
             yield from planner.apply(step)
         preempted_before = sum(e.preemptions for e in ph.c.engines)
+        cut_before = (adaptive.cut, adaptive.false_cut) if adaptive else (0, 0)
         if len(queue) >= p0:
             groups = [queue.popleft() for _ in range(p0)]
             ph.rec.instant(CONTROLLER, "decision", t0, step=step, what="long_round",
@@ -87,12 +93,15 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         # latencies are drawn per launched response (in launch order) up front.
         lat: list[float | None] | None = None
         if cfg.reward_scheduler:
-            if sc.reward.by_task:  # judged tasks (None) are scored after the round
+            if sc.reward.by_task:  # judged tasks (None) go to the judge engines
                 lat = ph.task_reward_latencies(
                     step, [g.task for g in groups for _ in g.response_tokens])
+            elif sc.reward.kind == "judge":
+                lat = [None] * launched
             else:
                 lat = list(ph.reward_latencies(step, launched).tolist())
-        rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, lat,
+        scorer = _Scorer(ph, lat, adaptive, caps, stream) if lat is not None else None
+        rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, scorer,
                                                          stream),
                                      samples=p0 * r0, launched=launched, round=kind)
         samples = rnd.samples
@@ -112,22 +121,22 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             yield ph.switch(step, "train")
         if rnd.reward_done_s is None:
             yield ph.reward(step, samples)
-        elif rnd.judged:
-            # Judged samples wait for the judge engines after the round; the others were
-            # scored on the workers as they finished.
-            yield ph.phase("reward", step, _judged_until(ph, rnd.judged, rnd.reward_done_s),
-                           samples=len(samples), overlapped=True)
         else:
-            # Only the rewards still running when generation ended are waited for.
-            yield ph.phase("reward", step, _until(ph, rnd.reward_done_s),
+            # Only the rewards still running when generation ended are waited for: on the
+            # workers, and on the judge engines for judged samples.
+            yield ph.phase("reward", step, _rewards_done(ph, rnd.judged, rnd.reward_done_s),
                            samples=len(samples), overlapped=True)
         yield ph.ref(step, streamed_rest(samples, streamed))
         yield ph.train(step, samples, version=step, streamed=streamed)
         if colocated:
             yield ph.switch(step, "rollout")
         yield ph.weight_sync(step)
+        cuts = {} if adaptive is None else {
+            "sandbox_cut": adaptive.cut - cut_before[0],
+            "sandbox_false_cut": adaptive.false_cut - cut_before[1]}
         ph.step_span(step, t0, samples=len(samples), round=kind, queue=len(queue),
-                     preemptions=preempted, rollout_tp=planner.tp if planner else sc.rollout.tp)
+                     preemptions=preempted, rollout_tp=planner.tp if planner else sc.rollout.tp,
+                     **cuts)
 
 
 class _Planner:
@@ -189,6 +198,68 @@ class _Planner:
                             what="reshard", tp=self.tp)
 
 
+def _sandbox_caps(sc: Scenario) -> dict[str | None, float]:
+    """Fixed sandbox timeout of each task scored in a sandbox (None: an untasked workload)."""
+    r = sc.reward
+    caps: dict[str | None, float] = {t: spec.timeout for t, spec in r.by_task.items()
+                                     if spec.kind == "sandbox"}
+    if r.kind == "sandbox":
+        caps[None] = r.timeout
+        for task in sc.workload.tasks or ():
+            if task.name not in r.by_task:
+                caps[task.name] = r.timeout
+    return caps
+
+
+class _Scorer:
+    """Scores a round's responses as they finish (the reward scheduler): on the reward pool,
+    each with the latency drawn for its launch slot, under the adaptive timeout if any; or,
+    for judged tasks, on the least-loaded judge engine. While the stream trainer holds the
+    second half of the rollout GPUs, the judges there take no new work (their GPUs train)."""
+
+    def __init__(self, ph: Phases, latencies_s: list[float | None],
+                 adaptive: AdaptiveTimeout | None, caps: dict[str | None, float],
+                 stream: StreamTrainer | None) -> None:
+        self.ph = ph
+        self.latencies_s = latencies_s
+        self.adaptive = adaptive
+        self.caps = caps
+        self.stream = stream
+        self.judging: dict[int, simpy.Event] = {}  # response rid -> its verdict
+
+    def judge(self, rid: int, response_tokens: int) -> None:
+        """Send a finished response to a judge engine; `judging[rid]` fires at its verdict."""
+        ph = self.ph
+        jc = ph.c.scenario.reward.judge
+        assert jc is not None
+        judges = ph.c.judges
+        if self.stream is not None and self.stream.scaled:
+            judges = judges[: max(1, len(judges) // 2)]
+        verdict = ph.env.event()
+        self.judging[rid] = verdict
+        def given(_req: Request) -> None:
+            verdict.succeed()
+
+        req = Request(ph.next_rid(), response_tokens + jc.prompt_overhead_tokens,
+                      jc.output_tokens, on_done=given)
+        min(judges, key=lambda e: e.load).submit(req)
+
+    def submit(self, slot: int, prompt_id: int, task: str | None) -> float | None:
+        """When the reward of the response in launch `slot` is done; None if it is judged
+        (`judge` sends it)."""
+        lat = self.latencies_s[slot]
+        if lat is None:
+            return None
+        cap = self.caps.get(task)
+        if cap is None or self.adaptive is None:
+            return self.ph.c.reward.submit(lat)
+        now = self.ph.env.now
+        charged = self.adaptive.charge(prompt_id, lat, now, cap)
+        end = self.ph.c.reward.submit(charged)
+        self.adaptive.record(prompt_id, lat, charged, end, cap)
+        return end
+
+
 def _single_turn(groups: Sequence[PromptGroup]) -> None:
     if any(g.turns is not None for g in groups):
         raise ScenarioError("policy.name", "tail_batching runs single-turn responses; "
@@ -200,13 +271,14 @@ class _Round:
     samples: list[Sample]  # P0 x R0, in finishing order
     left: list[PromptGroup]  # prompts not done, in launch order
     reward_done_s: float | None  # when the trained samples' rewards end (reward scheduler)
-    judged: list[Sample]  # trained samples still to score on the judge (reward scheduler)
+    judged: list[simpy.Event]  # the verdicts of the trained judged samples
 
 
-def _judged_until(ph: Phases, judged: list[Sample],
+def _rewards_done(ph: Phases, verdicts: list[simpy.Event],
                   t_s: float) -> Generator[simpy.Event, Any, None]:
-    judge = ph.env.process(ph.judge(judged))
-    yield ph.env.all_of([judge, ph.env.process(_until(ph, t_s))])
+    if verdicts:
+        yield ph.env.all_of(verdicts)
+    yield from _until(ph, t_s)
 
 
 def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
@@ -215,12 +287,12 @@ def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
 
 
 def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: int,
-           version: int, reward_lat: list[float | None] | None,
+           version: int, scorer: _Scorer | None,
            stream: StreamTrainer | None = None,
            ) -> Generator[simpy.Event, Any, _Round]:
     """Generate until P0 prompts have R0 finished responses each. A long round launches P0
-    prompts x R0, so it waits for every response. With `reward_lat` (one latency per
-    launched response), each response is scored on the reward pool as it finishes. With
+    prompts x R0, so it waits for every response. With a `scorer` (the reward scheduler),
+    each response is scored on the reward pool as it finishes. With
     `stream`, the stream trainer may release half the engines mid-round."""
     env = ph.env
     t0 = env.now
@@ -257,10 +329,12 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
             return  # an aborted response, or one that finished after the round ended
         if stream is not None:
             stream.on_finished(req)
-        if reward_lat is not None:
-            lat = reward_lat[index[req.rid]]
-            if lat is not None:  # judged responses are scored after the round
-                reward_end[req.rid] = pool.submit(lat)
+        if scorer is not None:
+            end = scorer.submit(index[req.rid], req.tag, task_of[req.tag])
+            if end is None:
+                scorer.judge(req.rid, req.generated)
+            else:
+                reward_end[req.rid] = end
         got = finished.setdefault(req.tag, [])
         got.append((req, env.now))
         if len(got) != r0:
@@ -271,7 +345,7 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
         if stream is not None:
             ends = [reward_end.get(r.rid, math.inf) for r, _ in got]
             stream.on_prompt_done([smp for smp, _, _ in made[req.tag]],
-                                  max(ends) if reward_lat is not None else math.inf)
+                                  max(ends) if scorer is not None else math.inf)
         if len(done) == p0:
             enough.succeed()
             abort(reqs)
@@ -304,13 +378,14 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
     ph.record_responses(step, t0, samples, [t for _, t, _ in trained_by_time])
     trained = set(done)
     reward_done = None
-    if reward_lat is not None:
+    if scorer is not None:
         pool.close_batch()
         # Responses of prompts that were not done were scored too (work spent in vain),
         # but the step waits only for the rewards of the samples it trains.
         reward_done = max((reward_end[rid] for _, _, rid in trained_by_time if rid in reward_end),
                           default=env.now)
-        judged = [smp for smp, _, rid in trained_by_time if rid not in reward_end]
+        judged = [scorer.judging[rid] for _, _, rid in trained_by_time
+                  if rid in scorer.judging]
     else:
         judged = []
     return _Round(samples, [g for g in groups if g.prompt_id not in trained], reward_done,

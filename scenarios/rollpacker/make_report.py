@@ -4,7 +4,9 @@ Simulates the three veRL/RollPacker scenario pairs, the ablation of RollPacker's
 (tail batching alone, + reward scheduler, + parallelism planner, + stream trainer) and a
 sweep of eta (eta_p = eta_r) from 1.0 to 1.5 at 8k/16k/32k, then writes the tables next to
 the paper's numbers (docs/research/rollpacker.md, [P] = paper section). Every figure is
-computed here from the scenarios as committed; nothing is tuned to the paper.
+computed here from the scenarios as committed. One constant, the trainer's end-to-end MFU
+(`train.mfu`), is calibrated on the paper's characterisation of veRL [P Table 1] by
+calibrate_train.py; nothing is fitted to the speedups of [P Table 2].
 Run: `make rollpacker-report` (about a minute on 2 cores).
 """
 
@@ -24,14 +26,20 @@ SIZES = {"qwen2.5-7b-8k": "7B / 8k", "qwen2.5-14b-16k": "14B / 16k",
 # + parallelism planner, + stream trainer).
 PAPER = {"qwen2.5-7b-8k": (1.30, 2.01, 2.01, 2.03), "qwen2.5-14b-16k": (1.48, 1.99, 2.02, 2.22),
          "qwen2.5-32b-32k": (2.21, 2.48, 2.52, 2.56)}
-PARTS = ("reward_scheduler", "planner", "stream_trainer")
+# Each part's switches: the reward scheduler is per-sample rewards, the adaptive sandbox
+# timeout and the judge co-located under MPS [P 4.3]; without it the judge is time-shared
+# as in veRL.
+PARTS = (("policy.tail_batching.reward_scheduler", "policy.tail_batching.adaptive_timeout"),
+         ("policy.tail_batching.planner",), ("policy.tail_batching.stream_trainer",))
+DEFAULT_TRAINER = ("train.mfu=null",)
 ABLATION = ("tail batching alone", "+ reward scheduler", "+ parallelism planner",
             "+ stream trainer")
 ETAS = (1.0, 1.125, 1.25, 1.375, 1.5)
 
 
-Result = tuple[float, dict[str, float], int, int]
-"""Mean step time, phase time per step, preemptions, rollout TP changes."""
+Result = tuple[float, dict[str, float], int, int, int, int]
+"""Mean step time, phase time per step, preemptions, rollout TP changes, sandbox executions
+cut by the adaptive timeout, and those of them that would have completed (false cuts)."""
 
 
 def _step_s(job: tuple[str, tuple[str, ...]]) -> Result:
@@ -43,13 +51,18 @@ def _step_s(job: tuple[str, tuple[str, ...]]) -> Result:
     preempted = sum(int(sp.attrs.get("preemptions", 0)) for sp in steps)
     changes = sum(1 for i in res.recorder.instants
                   if i.name == "decision" and i.attrs.get("what") == "rollout_tp")
+    cut = sum(int(sp.attrs.get("sandbox_cut", 0)) for sp in steps)
+    false_cut = sum(int(sp.attrs.get("sandbox_false_cut", 0)) for sp in steps)
     s = res.summary
-    return s["step_time_s"]["mean"], s["phase_time_s"], preempted, changes
+    return s["step_time_s"]["mean"], s["phase_time_s"], preempted, changes, cut, false_cut
 
 
 def _ablation_overrides(level: int) -> tuple[str, ...]:
-    return tuple(f"policy.tail_batching.{p}={'true' if i < level else 'false'}"
-                 for i, p in enumerate(PARTS))
+    out = [f"{key}={'true' if i < level else 'false'}"
+           for i, keys in enumerate(PARTS) for key in keys]
+    if level == 0:
+        out.append("reward.judge.placement=time_shared")
+    return tuple(out)
 
 
 def jobs() -> list[tuple[str, tuple[str, ...]]]:
@@ -57,6 +70,8 @@ def jobs() -> list[tuple[str, tuple[str, ...]]]:
     out: list[tuple[str, tuple[str, ...]]] = []
     for key in SIZES:
         out.append((f"verl-{key}.yaml", ()))
+        out.append((f"verl-{key}.yaml", DEFAULT_TRAINER))
+        out.append((f"rollpacker-{key}.yaml", _ablation_overrides(3) + DEFAULT_TRAINER))
         out += [(f"rollpacker-{key}.yaml", _ablation_overrides(level)) for level in range(4)]
         out += [(f"rollpacker-{key}.yaml", (f"policy.tail_batching.eta_p={eta}",
                                             f"policy.tail_batching.eta_r={eta}"))
@@ -73,16 +88,33 @@ def main() -> None:
     print(f"wrote {OUT.relative_to(ROOT)}", file=sys.stderr)
 
 
+def _speedups(results: dict[tuple[str, tuple[str, ...]], Result],
+              extra: tuple[str, ...] = ()) -> dict[str, float]:
+    return {key: results[(f"verl-{key}.yaml", extra)][0]
+            / results[(f"rollpacker-{key}.yaml", _ablation_overrides(3) + extra)][0]
+            for key in SIZES}
+
+
 def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
+    speedups = _speedups(results)
+    errors = {key: speedups[key] / PAPER[key][3] - 1 for key in SIZES}
+    missed = [SIZES[key] for key in SIZES if abs(errors[key]) > 0.15]
+    status = ("**Status: every pair is within +-15% of the paper's speedup.**" if not missed
+              else "**Status: the reproduction misses its target** (+-15% of the paper's "
+              f"speedup) at {', '.join(missed)}; the gaps and their known causes are below.")
     lines = [
-        "# RollPacker reproduction (draft)",
+        "# RollPacker reproduction",
         "",
         "Written by `make rollpacker-report` (scenarios/rollpacker/make_report.py) from the",
         "scenarios in `scenarios/rollpacker/` (20 steps each). The paper's numbers and setup:",
-        "docs/research/rollpacker.md. **Status: the reproduction misses its target** (issue 6:",
-        "each pair within +-15% of the paper's speedup); the gaps and their known causes are",
-        "listed below. Nothing is tuned to the paper: the three pairs share one hardware",
-        "profile (H800 built-in) and the cost model's constants.",
+        f"docs/research/rollpacker.md. {status}",
+        "",
+        "The three pairs share one hardware profile (H800 built-in) and the cost model's",
+        "constants. One constant is calibrated, not taken from a spec: the trainer's end-to-end",
+        "MFU, `train.mfu = 0.13`, chosen by `calibrate_train.py` so that veRL 14B/16k spends",
+        "22% of its step on training as the paper measured [P Table 1] (rlsim's per-kernel",
+        "default, 0.4, gives 9%). It is the same in all six scenarios, and the speedups of",
+        "[P Table 2] play no part in it; the last section shows the result without it.",
         "",
         "## End-to-end speedup over veRL",
         "",
@@ -90,18 +122,15 @@ def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
         "| error |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    gaps = []
     for key, label in SIZES.items():
         verl = results[(f"verl-{key}.yaml", ())][0]
         packer = results[(f"rollpacker-{key}.yaml", _ablation_overrides(3))][0]
-        speedup, paper = verl / packer, PAPER[key][3]
-        err = speedup / paper - 1
-        if abs(err) > 0.10:
-            gaps.append((label, speedup, paper, err))
-        lines.append(f"| {label} | {verl:.1f} | {packer:.1f} | {speedup:.2f}x | {paper:.2f}x "
-                     f"| {err:+.0%} |")
+        lines.append(f"| {label} | {verl:.1f} | {packer:.1f} | {speedups[key]:.2f}x | "
+                     f"{PAPER[key][3]:.2f}x | {errors[key]:+.0%} |")
     lines += ["", "## Ablation: speedup over veRL as each part is added", "",
-              "rlsim (paper [P Table 2] in brackets).", "",
+              "rlsim (paper [P Table 2] in brackets). The reward scheduler is per-sample",
+              "rewards during rollout, the adaptive sandbox timeout and the judge co-located",
+              "under MPS; without it the judge is time-shared after rollout, as in veRL.", "",
               "| | " + " | ".join(SIZES.values()) + " |",
               "|---|" + "---:|" * len(SIZES)]
     for level, name in enumerate(ABLATION):
@@ -118,8 +147,12 @@ def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
         knobs = (f"policy.tail_batching.eta_p={eta}", f"policy.tail_batching.eta_r={eta}")
         cells = [f"{results[(f'rollpacker-{key}.yaml', knobs)][0]:.1f}" for key in SIZES]
         lines.append(f"| {eta:g} | " + " | ".join(cells) + " |")
-    lines += ["", "The paper's eta study [P Fig. 11] reports rollout time per period at fixed",
-              "eta = 1.25 for both (docs/research/rollpacker.md, section 1).", "",
+    lines += ["", "The paper fixes eta = 1.25 for both [P 6.3]; its eta study [P Fig. 11] gives",
+              "rollout time only (docs/research/rollpacker.md, section 1). The same sweep as",
+              "an interactive report: `rlsim sweep scenarios/rollpacker/rollpacker-qwen2.5-"
+              "14b-16k.yaml",
+              "--grid policy.tail_batching.eta_p=1,1.125,1.25,1.375,1.5 --out DIR` (eta_p",
+              "alone) then `rlsim report DIR`.", "",
               "## Phase time per step (s): veRL vs RollPacker", "",
               "| model / cap | system | gen | reward | ref | train | switch | weight_sync |",
               "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -130,31 +163,60 @@ def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
             lines.append(f"| {label} | {system} | {ph['gen']:.1f} | {ph['reward']:.1f} | "
                          f"{ph['ref']:.1f} | {ph['train']:.1f} | {ph['switch']:.1f} | "
                          f"{ph['weight_sync']:.2f} |")
+    lines += ["", "Adaptive sandbox timeout, 20 steps: "
+              + "; ".join(f"{label}: {r[4]} executions cut early, {r[5]} of them would have "
+                          "completed" for label, r in
+                          ((label, results[(f"rollpacker-{key}.yaml", _ablation_overrides(3))])
+                           for key, label in SIZES.items())) + ".",
+              "", "## Without the calibration (rlsim's default trainer, MFU 0.4)", "",
+              "| model / cap | rlsim speedup | paper | error |", "|---|---:|---:|---:|"]
+    plain = _speedups(results, DEFAULT_TRAINER)
+    for key, label in SIZES.items():
+        lines.append(f"| {label} | {plain[key]:.2f}x | {PAPER[key][3]:.2f}x | "
+                     f"{plain[key] / PAPER[key][3] - 1:+.0%} |")
+    full = [results[(f"rollpacker-{key}.yaml", _ablation_overrides(3))] for key in SIZES]
+    false_share = sum(r[5] for r in full) / max(1, sum(r[4] for r in full))
     lines += ["", "## Gaps above 10% and their known causes", ""]
+    gaps = [key for key in SIZES if abs(errors[key]) > 0.10]
     if not gaps:
         lines.append("None.")
-    for label, speedup, paper, err in gaps:
-        lines.append(f"- **{label}**: {speedup:.2f}x vs {paper:.2f}x ({err:+.0%}).")
+    for key in gaps:
+        lines.append(f"- **{SIZES[key]}**: {speedups[key]:.2f}x vs {PAPER[key][3]:.2f}x "
+                     f"({errors[key]:+.0%}).")
     lines += [
         "",
-        "Modelling gaps that remain (each is a cause to check before any number moves):",
+        "Known modelling gaps (each is a cause to check before any number moves):",
         "",
-        "- The QA judge is scored like a rule reward: the paper co-locates a Qwen2.5-7B judge",
-        "  with the actor (MPS, layers streamed from host memory) [P 4.3], which rlsim does not",
-        "  model, so the baseline's reward stage is lighter than the paper's and the reward",
-        "  scheduler gains less (compare the ablation's second row).",
-        "- The adaptive sandbox timeout (min(max(2 s, 1.5 T_anchor), 30 s) [P 4.3]) is not",
-        "  built: it needs a model of which responses are correct.",
-        "- `rule reward 2 s` (REFERENCES.md) is taken as the math reward's median; the paper",
-        "  states it as the math timeout [P 5].",
-        "- The lengths are derived from the paper's Fig. 2a statistics (derive_lengths.py); the",
+        "- **Work outside rollout at 32B.** The paper's 32B steps spend far more outside",
+        "  rollout than one trainer efficiency predicts: Fig. 9/10 read about 870 s per veRL",
+        "  step with about 550-600 s of rollout, and RollPacker's short rounds take 261 s with",
+        "  about 75 s of rollout, so about 190-300 s per step go to reward, log-probs and the",
+        "  update. rlsim's calibrated trainer gives about half that at 32B (train (TP, PP, CP)",
+        "  = (4, 1, 4): context parallelism over ~1k-token sequences, which a FLOPs-over-MFU",
+        "  model does not penalise). That fixed work dilutes the paper's speedup; without it",
+        "  rlsim's speedup is higher.",
+        "- **veRL's 32k rollout** is 681 s per step in rlsim against about 550-600 s in",
+        "  [P Fig. 10b], while RollPacker's short rounds match (about 75 s): the baseline's",
+        "  tail is slower in rlsim, which also raises the speedup.",
+        "- **Reward workers.** The paper gives no reward pool size; rlsim's 128 workers make",
+        "  code-only veRL 14B spend 19.6% of its step on reward against 13% in [P Table 1].",
+        "- **The adaptive timeout's gain is overstated.** rlsim draws each execution time",
+        "  independently (lognormal, median 2 s, sigma 1.65), so a prompt's earlier runs say",
+        f"  little about its later ones: {false_share:.0%} of the runs it cuts would have",
+        "  completed (a correct response scored zero in the paper's terms). Real runs of one",
+        "  problem share its test case and are correlated, which is what the paper's anchor",
+        "  relies on; with no correctness model, every run that ends before 30 s counts as",
+        "  correct for the anchor.",
+        "- **Lengths** are derived from the paper's Fig. 2a statistics (derive_lengths.py); the",
         "  research note finds its short rounds shorter than the paper's (12x below the cap vs",
         "  'up to 8.9x'), which favours tail batching at 16k and 32k.",
-        "- The parallelism planner reacts only to preemptions, which are rare at these",
+        "- **The parallelism planner** reacts only to preemptions, which are rare at these",
         "  settings (H800, 0.9 memory utilization): "
         + "; ".join(f"{label}: {r[2]} preemptions, {r[3]} TP changes" for label, r in
                     ((label, results[(f"rollpacker-{key}.yaml", _ablation_overrides(3))])
                      for key, label in SIZES.items())) + ".",
+        "- **The stream trainer** does not stream QA samples (their verdicts have no known",
+        "  end time while the round runs); they train in the final update.",
         "",
     ]
     return "\n".join(lines)
