@@ -144,6 +144,11 @@ class LatencyDist(_Frozen):
 
     median: Seconds = Field(gt=0, description="Median latency, e.g. '50 ms'.")
     sigma: float = Field(default=0.0, ge=0, description="Log-space std dev (0 = fixed).")
+    hang_fraction: float = Field(
+        default=0.0, ge=0, lt=1,
+        description="Share of runs that never finish (an infinite loop, a deadlock) and hold "
+        "their worker until the timeout, whatever their prompt; the others follow the "
+        "lognormal.")
 
 
 class JudgeConfig(_Frozen):
@@ -312,9 +317,10 @@ class TailBatchingConfig(_Frozen):
         description="Tried again at every further fraction. RollPacker [P Alg. 1]: 0.05.")
     stream_projection_quantile: float = Field(
         default=0.9, gt=0, le=1,
-        description="Each running request is projected to the longer of its length and this "
-        "quantile of the responses finished so far (documented default; the paper combines "
-        "'historical response length distributions').")
+        description="Each running request is projected to end at this quantile of the "
+        "responses finished so far that are longer than it already is (its true length is "
+        "unknown to the system; documented default; the paper combines 'historical "
+        "response length distributions').")
 
 
 class PolicyConfig(_Frozen):

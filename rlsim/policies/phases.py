@@ -233,29 +233,36 @@ class Phases:
 
     def reward_latencies(self, step: int, n: int) -> np.ndarray:
         """Per-sample reward latencies of a step, from the reward stream (same for all
-        policies): lognormal around the median, cut at the timeout for sandboxes."""
-        cfg = self.c.scenario.reward
-        draw = rng(self.c.scenario.seed, "reward", step).standard_normal(n)
-        lat = cfg.latency.median * np.exp(cfg.latency.sigma * draw)
-        return np.minimum(lat, cfg.timeout)
+        policies): lognormal around the median, or the timeout for the `hang_fraction` of
+        runs that never finish, cut at the timeout for sandboxes."""
+        lat = self.task_reward_latencies(step, [None] * n)
+        return np.array(lat, dtype=float)
 
     def task_reward_latencies(self, step: int,
                               tasks: Sequence[str | None]) -> list[float | None]:
         """Per-sample reward latencies of a mixed workload, from the reward stream (one
-        normal draw per sample, so every policy sees the same ones): lognormal around the
-        sample's task's median, cut at its timeout; None where the task is judged."""
+        normal draw per sample, and one uniform from the hang stream when a task hangs, so
+        every policy sees the same ones): lognormal around the sample's task's median, or
+        the timeout for its task's `hang_fraction`, cut at its timeout; None where the
+        task is judged."""
         cfg = self.c.scenario.reward
-        draw = rng(self.c.scenario.seed, "reward", step).standard_normal(len(tasks))
+        n = len(tasks)
+        draw = rng(self.c.scenario.seed, "reward", step).standard_normal(n).tolist()
+        specs = [cfg.by_task.get(t) if t is not None else None for t in tasks]
+        lats = [spec.latency if spec is not None else cfg.latency for spec in specs]
+        hangs = (rng(self.c.scenario.seed, "reward-hang", step).random(n).tolist()
+                 if any(lat.hang_fraction for lat in lats) else None)
         out: list[float | None] = []
-        for z, task in zip(draw.tolist(), tasks, strict=True):
-            spec = cfg.by_task.get(task) if task is not None else None
+        for i, (spec, lat) in enumerate(zip(specs, lats, strict=True)):
             kind = spec.kind if spec is not None else cfg.kind
             if kind == "judge":
                 out.append(None)
                 continue
-            lat = spec.latency if spec is not None else cfg.latency
             timeout = spec.timeout if spec is not None else cfg.timeout
-            out.append(min(lat.median * math.exp(lat.sigma * z), timeout))
+            if hangs is not None and hangs[i] < lat.hang_fraction:
+                out.append(timeout)
+            else:
+                out.append(min(lat.median * math.exp(lat.sigma * draw[i]), timeout))
         return out
 
     def judge(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:

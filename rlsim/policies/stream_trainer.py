@@ -6,8 +6,9 @@ step's final update (REFERENCES.md, RollPacker; docs/research/rollpacker.md, sec
 - Between `start` and `stop` of a round's launched responses finished, checked at every
   `every` of them, the second half of the rollout engines is released if the requests
   still running fit the first half's KV cache with room to grow: each is projected to
-  reach the longer of its current length and the `projection_quantile` of the response
-  lengths finished so far in the run (the "historical response length distribution").
+  end at the `projection_quantile` of the response lengths finished so far in the run
+  (the "historical response length distribution") that exceed its current length, since
+  a request still running has outlived the shorter ones; its true length stays unknown.
 - The released engines' requests migrate to the kept ones, least loaded first: they keep
   their generated tokens, whose KV the kept engines rebuild by prefill.
 - A trainer of the same layout on the released GPUs (fewer data-parallel replicas) loads
@@ -107,9 +108,15 @@ class StreamTrainer:
         if len(engines) < 2:
             return
         keep, release = engines[: len(engines) // 2], engines[len(engines) // 2:]
-        expected = float(np.quantile(self.history, self.quantile)) if self.history else 0.0
-        projected = sum(r.prompt_tokens + max(r.generated + 1, min(expected, r.output_tokens))
-                        for r in self.live())
+        # Where each running request will end, from what it has generated alone (its true
+        # length is unknown to the system): the quantile of the finished lengths that are
+        # longer than it already is (a request still running at g tokens is one of those).
+        done = np.sort(np.asarray(self.history, dtype=float))
+        projected = 0.0
+        for r in self.live():
+            longer = done[np.searchsorted(done, r.generated, side="right"):]
+            end = float(np.quantile(longer, self.quantile)) if longer.size else 0.0
+            projected += r.prompt_tokens + max(r.generated + 1, end)
         capacity = sum(e.kv_capacity for e in keep)
         self.ph.rec.instant(CONTROLLER, "decision", self.ph.env.now, step=self.step,
                             what="stream_scale", scaled=projected <= capacity,

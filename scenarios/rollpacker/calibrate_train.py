@@ -12,7 +12,7 @@ nothing else: it bisects the MFU at which the veRL 14B/16k scenario spends 22 % 
 of the three) of its step outside rollout and reward (log-probs, update, offload/reload,
 weight sync: everything the paper's split counts as training). The same value goes into
 all six scenarios; the speedups of [P Table 2] are not used. It also prints the reward
-share of a code-only variant, as a check of the reward pool's size against Table 1's 13 %.
+and rollout shares of a code-only variant, a check against Table 1's 13 % and 66 %.
 
 Run: `.venv/bin/python scenarios/rollpacker/calibrate_train.py` (about 20 s).
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rlsim.api import simulate
 from rlsim.config.loading import load_scenario
+from rlsim.config.scenario import Scenario
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = HERE / "verl-qwen2.5-14b-16k.yaml"
@@ -30,15 +31,21 @@ TARGET_TRAIN_SHARE = 0.22  # mean of 23 / 21 / 22 % [P Table 1]
 CODE_REWARD_SHARE = 0.13  # [P Table 1], code
 
 
-def shares(mfu: float | None, code_only: bool = False) -> dict[str, float]:
+def code_only(sc: Scenario) -> Scenario:
+    """The scenario with its code task alone (share 1): [P Table 1] measures each task on
+    its own."""
+    tasks = sc.workload.tasks
+    assert tasks is not None
+    code = [t.model_copy(update={"share": 1.0}) for t in tasks if t.name == "code"]
+    return sc.model_copy(update={"workload": sc.workload.model_copy(update={"tasks": code})})
+
+
+def shares(mfu: float | None, only_code: bool = False) -> dict[str, float]:
     """Fractions of the mean step spent in rollout, reward and everything else, with the
     trainer at `mfu` (None: rlsim's default trainer)."""
     sc, base = load_scenario(SCENARIO, [f"train.mfu={'null' if mfu is None else mfu}"])
-    if code_only:
-        tasks = sc.workload.tasks
-        assert tasks is not None
-        code = [t.model_copy(update={"share": 1.0}) for t in tasks if t.name == "code"]
-        sc = sc.model_copy(update={"workload": sc.workload.model_copy(update={"tasks": code})})
+    if only_code:
+        sc = code_only(sc)
     s = simulate(sc, base).summary
     step = s["step_time_s"]["mean"]
     gen, reward = s["phase_time_s"]["gen"], s["phase_time_s"]["reward"]
@@ -65,7 +72,7 @@ def main() -> None:
     got = shares(mfu)
     print(f"train.mfu = {mfu}: rollout {got['rollout']:.1%}, reward {got['reward']:.1%}, "
           f"train {got['train']:.1%}")
-    code = shares(mfu, code_only=True)
+    code = shares(mfu, only_code=True)
     print(f"check, code only: reward share {code['reward']:.1%} "
           f"(Table 1: {CODE_REWARD_SHARE:.0%}), rollout {code['rollout']:.1%} (66%)")
 

@@ -74,3 +74,25 @@ def test_adaptive_timeout_needs_the_reward_scheduler():
     scenario, base = scenario_from_dict(data)
     with pytest.raises(ScenarioError, match=r"policy\.tail_batching\.adaptive_timeout"):
         simulate(scenario, base)
+
+
+def test_hang_fraction_runs_to_the_timeout_and_leaves_other_draws_alone():
+    import simpy
+
+    from rlsim.entities.cluster import build_cluster
+    from rlsim.policies.phases import Phases
+    from rlsim.trace import Recorder
+
+    def latencies(hang: float) -> list[float]:
+        data = tiny()
+        data["reward"] = {"kind": "sandbox", "timeout": "30 s",
+                          "latency": {"median": "0.3 s", "sigma": 0.6, "hang_fraction": hang}}
+        scenario, _ = scenario_from_dict(data)
+        ph = Phases(build_cluster(scenario, simpy.Environment(), Recorder("phase")))
+        return ph.reward_latencies(step=3, n=20000).tolist()
+
+    plain, hung = latencies(0.0), latencies(0.055)
+    at_timeout = [x == 30.0 for x in hung]
+    assert abs(sum(at_timeout) / len(hung) - 0.055) < 0.005
+    assert all(h == p for h, p, t in zip(hung, plain, at_timeout, strict=True) if not t)
+    assert sum(x == 30.0 for x in plain) == 0  # the body alone never reaches 30 s here
