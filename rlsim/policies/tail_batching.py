@@ -12,10 +12,11 @@ long tail to a few long rounds so that most rounds are short:
 - Every step trains exactly P0 x R0 samples, all on-policy (staleness 0).
 
 Choices the paper leaves open, documented in docs/design.md: a queued prompt restarts from
-scratch in its long round (its partial responses are discarded) and its R0 responses have
-the lengths the workload drew for its first R0 responses; prompts done at the very instant
-the P0-th prompt is done are queued too, so that exactly P0 train; the phases after
-generation are those of `sync` (colocated or disaggregated). Each round records a
+scratch in its long round (its partial responses are discarded) with R0 fresh responses
+(`Workload.redraw`: the prompt's difficulty, new per-response draws, as the real system
+re-generates them); prompts done at the very instant the P0-th prompt is done are queued
+too, so that exactly P0 train; the phases after generation are those of `sync`
+(colocated or disaggregated). Each round records a
 `decision` instant on the controller track with the prompt ids it trained and queued.
 With eta_p = eta_r = 1 a short round is exactly a `sync` step.
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import simpy
@@ -109,7 +110,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         if planner is not None:
             planner.observe(step, preempted)
         if kind == "short":
-            queue.extend(replace(g, response_tokens=g.response_tokens[:r0]) for g in rnd.left)
+            queue.extend(workload.redraw(g, r0) for g in rnd.left)
             ph.rec.instant(CONTROLLER, "decision", ph.env.now, step=step, what="short_round",
                            queue=len(queue), trained=sorted({s.prompt_id for s in samples}),
                            queued=[g.prompt_id for g in rnd.left])

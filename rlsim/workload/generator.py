@@ -18,7 +18,7 @@ only appends: `batch(k, m, s)` is a prefix (in prompts and in samples) of `batch
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,7 @@ from rlsim.workload.rollouts import RecordedGroup, read_rollouts
 CHUNK_PROMPTS = 1024
 SAMPLE_BLOCK = 8
 PROMPT_ID_STRIDE = 1_000_000
+_REDRAW_KEY = 2**20  # stream keys of redrawn responses: (step, chunk, _REDRAW_KEY, attempt)
 """prompt_id = step * PROMPT_ID_STRIDE + index, so a step holds at most this many prompts."""
 
 
@@ -169,6 +170,32 @@ class Workload:
             for i, (p, r, k) in enumerate(zip(prompts.tolist(), responses.tolist(), tasks,
                                               strict=True))
         ]
+
+    def redraw(self, group: PromptGroup, n_samples: int, attempt: int = 1) -> PromptGroup:
+        """The prompt of `group` generated again with `n_samples` fresh responses (a policy
+        that restarts a prompt from scratch, e.g. tail batching's long round).
+
+        A synthetic prompt keeps its difficulty (the shared score sqrt(rho) z of its group)
+        and draws new per-response noise from a stream keyed by the prompt and `attempt`,
+        so a prompt queued for being slow is not also held to its slow draws. A trace or
+        recorded rollouts have no other responses to give: their first `n_samples` are
+        reused."""
+        if self._prompt_q is None:
+            return replace(group, response_tokens=group.response_tokens[:n_samples])
+        step, i = divmod(group.prompt_id, PROMPT_ID_STRIDE)
+        chunk, row = divmod(i, CHUNK_PROMPTS)
+        z = keyed_stream(self._seed_seq, step, chunk, 0).standard_normal(CHUNK_PROMPTS)[row]
+        noise = keyed_stream(self._seed_seq, step, chunk, _REDRAW_KEY, attempt).standard_normal(
+            (CHUNK_PROMPTS, n_samples))[row]
+        scores = math.sqrt(self._rho) * z + math.sqrt(1.0 - self._rho) * noise
+        names = [t.name for t in self.cfg.tasks or []]
+        if group.task is not None and group.task in names:
+            q = self._task_q[names.index(group.task)]
+        else:
+            assert self._response_q is not None
+            q = self._response_q
+        lengths = to_tokens(q(scores), self.cfg.max_response_len)
+        return replace(group, response_tokens=tuple(lengths.tolist()))
 
     def _check_request(self, step: int, n: int, s: int) -> None:
         if step < 0:

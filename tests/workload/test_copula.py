@@ -65,3 +65,33 @@ def test_difficulty_length_correlation(c: float) -> None:
     first = _normal_scores(np.array([g.response_tokens[0] for g in groups], dtype=float))
     # Prompt score = c z + noise; a response score = sqrt(rho) z + noise.
     assert np.corrcoef(prompt, first)[0, 1] == pytest.approx(c * np.sqrt(rho), abs=0.04)
+
+
+def test_redraw_keeps_the_prompts_difficulty_and_draws_new_responses() -> None:
+    normal = {"dist": "normal", "mean": 10000, "std": 1000}
+    # rho near 1: a group's lengths are its difficulty alone, so a redraw gives the same
+    same = make_workload(group_correlation=1 - 1e-8, max_response_len=10**6,
+                         response_len=normal)
+    for g in same.batch(3):
+        redrawn = same.redraw(g, 8).response_tokens
+        assert all(abs(a - b) <= 2 for a, b in zip(redrawn, g.response_tokens, strict=True))
+    # rho = 0.5: new responses, still correlated with the prompt's first ones through z
+    w = make_workload(prompts_per_step=1024, group_correlation=0.5, max_response_len=10**6,
+                      response_len=normal)
+    groups = w.batch(2)
+    again = [w.redraw(g, 8) for g in groups]
+    assert again == [w.redraw(g, 8) for g in groups]  # deterministic
+    assert all(a.response_tokens != g.response_tokens for a, g in zip(again, groups, strict=True))
+    assert all(a.prompt_id == g.prompt_id and a.prompt_tokens == g.prompt_tokens
+               for a, g in zip(again, groups, strict=True))
+    first = np.array([g.response_tokens[0] for g in groups], dtype=float)
+    fresh = np.array([a.response_tokens[0] for a in again], dtype=float)
+    assert np.corrcoef(first, fresh)[0, 1] == pytest.approx(0.5, abs=0.08)
+    assert w.redraw(groups[0], 8, attempt=2) != again[0]  # another attempt, other draws
+    assert len(w.redraw(groups[0], 3).response_tokens) == 3
+
+
+def test_redraw_of_a_trace_reuses_its_first_responses() -> None:
+    w = make_workload(trace={"path": str(DAPO), "format": "polytrace"})
+    g = w.batch(0)[0]
+    assert w.redraw(g, 4).response_tokens == g.response_tokens[:4]
