@@ -76,6 +76,10 @@ class StreamTrainer:
         self._wake: simpy.Event | None = None
         self._proc: simpy.Process | None = None
 
+    def scaled_now(self) -> bool:
+        """Whether this round has released the second half of the rollout GPUs."""
+        return self.scaled
+
     def on_finished(self, req: Request) -> None:
         """A response finished (whether or not its prompt trains)."""
         self.finished += 1
@@ -111,12 +115,12 @@ class StreamTrainer:
         # Where each running request will end, from what it has generated alone (its true
         # length is unknown to the system): the quantile of the finished lengths that are
         # longer than it already is (a request still running at g tokens is one of those).
+        live = self.live()
         done = np.sort(np.asarray(self.history, dtype=float))
-        projected = 0.0
-        for r in self.live():
-            longer = done[np.searchsorted(done, r.generated, side="right"):]
-            end = float(np.quantile(longer, self.quantile)) if longer.size else 0.0
-            projected += r.prompt_tokens + max(r.generated + 1, end)
+        generated = np.array([r.generated for r in live], dtype=float)
+        ends = _suffix_quantiles(done, generated, self.quantile)
+        projected = float(sum(r.prompt_tokens for r in live)
+                          + np.maximum(generated + 1.0, ends).sum())
         capacity = sum(e.kv_capacity for e in keep)
         self.ph.rec.instant(CONTROLLER, "decision", self.ph.env.now, step=self.step,
                             what="stream_scale", scaled=projected <= capacity,
@@ -159,6 +163,25 @@ class StreamTrainer:
                 yield trainer.forward(tokens, "old_logprob", seq)
             yield trainer.grads(tokens, seq, step=self.step, samples=len(chunk))
             self.streamed.extend(chunk)
+
+
+def _suffix_quantiles(done: np.ndarray, above: np.ndarray, q: float) -> np.ndarray:
+    """For each value of `above`, the q-quantile (linear interpolation, as np.quantile) of
+    the sorted `done` values greater than it; 0 where none is. Vectorised: one call per
+    scale-down check, whatever the number of running requests."""
+    n = done.size
+    start = np.searchsorted(done, above, side="right")
+    count = n - start
+    out = np.zeros(above.shape, dtype=float)
+    has = count > 0
+    if not has.any():
+        return out
+    pos = start[has] + q * (count[has] - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = pos - lo
+    out[has] = done[lo] + frac * (done[hi] - done[lo])
+    return out
 
 
 def streamed_rest(samples: Sequence[Sample], streamed: Sequence[Sample]) -> list[Sample]:

@@ -32,11 +32,11 @@ from typing import Any
 import simpy
 
 from rlsim.config.errors import ScenarioError
-from rlsim.config.scenario import Scenario
 from rlsim.cost.inference import InferenceCost
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.policies.adaptive_timeout import AdaptiveTimeout
 from rlsim.policies.phases import Phases, Sample
+from rlsim.policies.scoring import Scorer, sandbox_caps
 from rlsim.policies.stream_trainer import StreamTrainer, streamed_rest
 from rlsim.trace import CONTROLLER
 from rlsim.workload import PromptGroup, Workload
@@ -60,7 +60,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "or adaptive_timeout: false")
     adaptive = (AdaptiveTimeout(cfg.timeout_lambda, cfg.timeout_floor)
                 if cfg.adaptive_timeout else None)
-    caps = _sandbox_caps(sc)
+    caps = sandbox_caps(sc)
     colocated = ph.c.placement.colocated
     if cfg.stream_trainer and not (colocated and cfg.reward_scheduler):
         raise ScenarioError(
@@ -101,7 +101,8 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
                 lat = [None] * launched
             else:
                 lat = list(ph.reward_latencies(step, launched).tolist())
-        scorer = _Scorer(ph, lat, adaptive, caps, stream) if lat is not None else None
+        scorer = None if lat is None else Scorer(
+            ph, lat, adaptive, caps, stream.scaled_now if stream is not None else None)
         rnd: _Round = yield ph.phase("gen", step, _round(ph, step, groups, p0, r0, step, scorer,
                                                          stream),
                                      samples=p0 * r0, launched=launched, round=kind)
@@ -199,68 +200,6 @@ class _Planner:
                             what="reshard", tp=self.tp)
 
 
-def _sandbox_caps(sc: Scenario) -> dict[str | None, float]:
-    """Fixed sandbox timeout of each task scored in a sandbox (None: an untasked workload)."""
-    r = sc.reward
-    caps: dict[str | None, float] = {t: spec.timeout for t, spec in r.by_task.items()
-                                     if spec.kind == "sandbox"}
-    if r.kind == "sandbox":
-        caps[None] = r.timeout
-        for task in sc.workload.tasks or ():
-            if task.name not in r.by_task:
-                caps[task.name] = r.timeout
-    return caps
-
-
-class _Scorer:
-    """Scores a round's responses as they finish (the reward scheduler): on the reward pool,
-    each with the latency drawn for its launch slot, under the adaptive timeout if any; or,
-    for judged tasks, on the least-loaded judge engine. While the stream trainer holds the
-    second half of the rollout GPUs, the judges there take no new work (their GPUs train)."""
-
-    def __init__(self, ph: Phases, latencies_s: list[float | None],
-                 adaptive: AdaptiveTimeout | None, caps: dict[str | None, float],
-                 stream: StreamTrainer | None) -> None:
-        self.ph = ph
-        self.latencies_s = latencies_s
-        self.adaptive = adaptive
-        self.caps = caps
-        self.stream = stream
-        self.judging: dict[int, simpy.Event] = {}  # response rid -> its verdict
-
-    def judge(self, rid: int, response_tokens: int) -> None:
-        """Send a finished response to a judge engine; `judging[rid]` fires at its verdict."""
-        ph = self.ph
-        jc = ph.c.scenario.reward.judge
-        assert jc is not None
-        judges = ph.c.judges
-        if self.stream is not None and self.stream.scaled:
-            judges = judges[: max(1, len(judges) // 2)]
-        verdict = ph.env.event()
-        self.judging[rid] = verdict
-        def given(_req: Request) -> None:
-            verdict.succeed()
-
-        req = Request(ph.next_rid(), response_tokens + jc.prompt_overhead_tokens,
-                      jc.output_tokens, on_done=given)
-        min(judges, key=lambda e: e.load).submit(req)
-
-    def submit(self, slot: int, prompt_id: int, task: str | None) -> float | None:
-        """When the reward of the response in launch `slot` is done; None if it is judged
-        (`judge` sends it)."""
-        lat = self.latencies_s[slot]
-        if lat is None:
-            return None
-        cap = self.caps.get(task)
-        if cap is None or self.adaptive is None:
-            return self.ph.c.reward.submit(lat)
-        now = self.ph.env.now
-        charged = self.adaptive.charge(prompt_id, lat, now, cap)
-        end = self.ph.c.reward.submit(charged)
-        self.adaptive.record(prompt_id, lat, charged, end, cap)
-        return end
-
-
 def _single_turn(groups: Sequence[PromptGroup]) -> None:
     if any(g.turns is not None for g in groups):
         raise ScenarioError("policy.name", "tail_batching runs single-turn responses; "
@@ -288,7 +227,7 @@ def _until(ph: Phases, t_s: float) -> Generator[simpy.Event, Any, None]:
 
 
 def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: int,
-           version: int, scorer: _Scorer | None,
+           version: int, scorer: Scorer | None,
            stream: StreamTrainer | None = None,
            ) -> Generator[simpy.Event, Any, _Round]:
     """Generate until P0 prompts have R0 finished responses each. A long round launches P0

@@ -257,3 +257,20 @@ def test_stream_trainer_needs_colocated_and_the_reward_scheduler(policy):
     with pytest.raises(ScenarioError) as err:
         _run(steps=1, policy={"name": "tail_batching", **policy})
     assert "policy.tail_batching.stream_trainer" in err.value.line()
+
+
+@settings(max_examples=60, deadline=None)
+@given(done=st.lists(st.integers(1, 5000), max_size=60),
+       above=st.lists(st.integers(0, 6000), min_size=1, max_size=20),
+       q=st.floats(0.0, 1.0))
+def test_stream_projection_is_the_quantile_of_the_longer_finished_lengths(done, above, q):
+    """The stream trainer's projection of a running request: np.quantile of the finished
+    lengths longer than it already is (0 when none is), computed for all at once."""
+    import numpy as np
+
+    from rlsim.policies.stream_trainer import _suffix_quantiles
+
+    d = np.sort(np.array(done, dtype=float))
+    got = _suffix_quantiles(d, np.array(above, dtype=float), q)
+    want = [float(np.quantile(d[d > a], q)) if (d > a).any() else 0.0 for a in above]
+    assert np.allclose(got, want)
