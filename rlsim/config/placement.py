@@ -55,10 +55,10 @@ def resolve_placement(scenario: Scenario) -> Placement:
             "train.pool", f"colocated placement needs rollout and train on one pool, got "
             f"{r.pool!r} and {t.pool!r}; set policy.placement=disaggregated or use one pool",
         )
-    if scenario.policy.name == "one_off" and colocated:
+    if scenario.policy.name in ("one_off", "async") and colocated:
         raise ScenarioError(
-            "policy.placement", "one_off overlaps generation with training, which needs "
-            "separate GPUs; set policy.placement=disaggregated",
+            "policy.placement", f"{scenario.policy.name} overlaps generation with training, "
+            "which needs separate GPUs; set policy.placement=disaggregated",
         )
     shared = rpool.name == tpool.name
     if colocated:

@@ -323,17 +323,37 @@ class TailBatchingConfig(_Frozen):
         "response length distributions').")
 
 
+class AsyncConfig(_Frozen):
+    """ROLL Flash's asynchronous RL: rollout and training decoupled, bounded by alpha."""
+
+    alpha: int = Field(
+        default=1, ge=0,
+        description="Async ratio: a sample trains at policy version n only if it started at "
+        "version >= n - alpha, and the producer starts batch d only once version d - alpha "
+        "is out (ROLL's async_generation_ratio). 0: every sample is on-policy.",
+    )
+    partial_rollout: bool = Field(
+        default=True,
+        description="At a weight update, abort the requests in flight and resume them on the "
+        "new weights with prompt + partial output (KV recomputed); false: they finish on "
+        "the weights they started with.",
+    )
+
+
 class PolicyConfig(_Frozen):
     """The single controller that orders the phases of each step."""
 
-    name: Literal["sync", "one_off", "tail_batching"] = Field(
+    name: Literal["sync", "one_off", "tail_batching", "async"] = Field(
         default="sync",
         description="sync: on-policy, phases in sequence; one_off: train step k on the "
         "rollouts of step k-1 while step k generates; tail_batching: RollPacker's short "
-        "rounds with over-provisioning and long rounds of the prompts they left unfinished.",
+        "rounds with over-provisioning and long rounds of the prompts they left unfinished; "
+        "async: ROLL Flash, rollout and training decoupled within the async ratio alpha.",
     )
     tail_batching: TailBatchingConfig = Field(
         default=TailBatchingConfig(), description="Settings of policy tail_batching.")
+    asynchronous: AsyncConfig = Field(
+        default=AsyncConfig(), description="Settings of policy async.")
     placement: Literal["colocated", "disaggregated"] = Field(
         default="colocated",
         description="colocated: rollout and train time-share the same GPUs (offload/reload "

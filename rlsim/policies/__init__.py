@@ -7,6 +7,7 @@ from typing import Any
 
 import simpy
 
+from rlsim.policies.asynchronous import run_async
 from rlsim.policies.one_off import run_one_off
 from rlsim.policies.phases import Phases
 from rlsim.policies.sync import run_sync
@@ -22,6 +23,8 @@ POLICIES: dict[str, tuple[PolicyFn, str]] = {
                              "(disaggregated)"),
     "tail_batching": (run_tail_batching, "RollPacker: over-provisioned short rounds, long "
                                          "rounds of the prompts they left unfinished"),
+    "async": (run_async, "ROLL Flash: rollout runs up to alpha steps ahead of training "
+                         "(disaggregated), per-sample queue scheduling, partial rollout"),
 }
 
 __all__ = ["POLICIES", "Phases", "PolicyFn"]
