@@ -190,6 +190,29 @@ class TaskConfig(_Frozen):
     )
 
 
+class AgenticConfig(_Frozen):
+    """Synthetic multi-turn trajectories: turns of generation with environment steps between.
+
+    Latencies use the length distributions' families (fixed, normal, lognormal, gmm,
+    empirical) with values in seconds; a normal draw below 0 counts as 0.
+    """
+
+    turns: LengthDist = Field(
+        description="Turns per trajectory (rounded, at least 1, at most max_turns), e.g. "
+        "{dist: empirical, path: ...} for a bimodal count.")
+    max_turns: int = Field(default=50, gt=0, description="Cap on turns per trajectory.")
+    env_reset: LengthDist | None = Field(
+        default=None,
+        description="Seconds to reset the environment before the first turn (heavy-tailed in "
+        "practice: a lognormal); none: no reset.")
+    env_step: LengthDist = Field(
+        description="Seconds of each environment step between two turns, e.g. {dist: normal, "
+        "mean: 10, std: 5} (ROLL Flash's synthetic Gaussian).")
+    obs_tokens: LengthDist = Field(
+        default=FixedLength(dist="fixed", value=64),
+        description="Observation tokens an environment step appends to the context.")
+
+
 class WorkloadConfig(_Frozen):
     """GRPO-style prompts per step, responses per prompt, and their lengths."""
 
@@ -233,6 +256,12 @@ class WorkloadConfig(_Frozen):
         "exact up to rounding), each with its own lengths and, through reward.by_task, its "
         "own reward. Not with `trace`.",
     )
+    agentic: AgenticConfig | None = Field(
+        default=None,
+        description="Multi-turn trajectories: each sample alternates generation turns (of "
+        "response_len tokens each, capped at max_response_len) with environment steps. Not "
+        "with `trace` or `tasks`.",
+    )
     trace: TraceConfig | None = Field(
         default=None,
         description="Replay a measured trace: prompt and response lengths come from it and "
@@ -256,6 +285,12 @@ class WorkloadConfig(_Frozen):
         if self.response_len is None and any(t.response_len is None for t in self.tasks):
             raise ValueError("every task needs a response_len when workload.response_len is "
                              "not set")
+        return self
+
+    @model_validator(mode="after")
+    def _agentic_is_synthetic(self) -> WorkloadConfig:
+        if self.agentic is not None and (self.trace is not None or self.tasks is not None):
+            raise ValueError("agentic trajectories are synthetic: drop `trace` and `tasks`")
         return self
 
     @model_validator(mode="after")

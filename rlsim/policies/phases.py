@@ -98,6 +98,13 @@ class _Trajectory:
                                    on_done=self.turn_done, tag=self.prompt_id))
 
 
+def _submit_later(engine: RolloutEngine, req: Request) -> Callable[[simpy.Event], None]:
+    """A callback that submits `req` to `engine` when the event it waits on fires."""
+    def submit(_event: simpy.Event) -> None:
+        engine.submit(req)
+    return submit
+
+
 class Phases:
     """Phase processes over one cluster; policies compose them."""
 
@@ -139,6 +146,7 @@ class Phases:
         # its multi-turn sample; rid -> the sample's recorded reward latency.
         multi: dict[int, tuple[Turn, ...]] = {}
         rewards: dict[int, float | None] = {}
+        resets: dict[int, float] = {}  # rid of a first turn -> its environment reset
         for g in groups:
             if g.turns is None and g.reward_s is None:
                 for out in g.response_tokens:
@@ -153,6 +161,8 @@ class Phases:
                     out = turns[0].response_tokens
                 if g.reward_s is not None:
                     rewards[self._rid] = g.reward_s[j]
+                if g.reset_s is not None and g.reset_s[j] > 0:
+                    resets[self._rid] = g.reset_s[j]
                 reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
         barrier = Barrier(self.env, len(reqs))
         for engine, chunk in self.engine_chunks(reqs):
@@ -165,7 +175,11 @@ class Phases:
                     req.on_done = _Trajectory(
                         req.tag, req.prompt_tokens, sample_turns, rewards.get(req.rid), version,
                         engine, self.c.env_pool, self.next_rid, barrier.arrive).turn_done
-                engine.submit(req)
+                reset = resets.get(req.rid)
+                if reset is None:
+                    engine.submit(req)
+                else:  # the environment resets (on an env worker) before the first turn
+                    self.c.env_pool.run(reset).callbacks.append(_submit_later(engine, req))
         done = yield barrier.done
         if not multi and not rewards:
             task_of = {g.prompt_id: g.task for g in groups}

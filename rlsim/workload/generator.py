@@ -42,6 +42,7 @@ CHUNK_PROMPTS = 1024
 SAMPLE_BLOCK = 8
 PROMPT_ID_STRIDE = 1_000_000
 _REDRAW_KEY = 2**20  # stream keys of redrawn responses: (step, chunk, _REDRAW_KEY, attempt)
+_AGENTIC_KEY = 2**21  # stream keys of agentic draws: (step, chunk, _AGENTIC_KEY + what)
 """prompt_id = step * PROMPT_ID_STRIDE + index, so a step holds at most this many prompts."""
 
 
@@ -95,6 +96,7 @@ class Workload:
         self._response_q: Quantile | None = None
         self._rollouts: list[list[_Replayed]] | None = None
         self._task_q: list[Quantile] = []
+        self._agentic_q: dict[str, Quantile] = {}
         if cfg.trace is not None and cfg.trace.format == "rollouts":
             self._load_rollouts(resolve_path(cfg.trace.path, base_dir))
         elif cfg.trace is not None:
@@ -108,6 +110,12 @@ class Workload:
                 self._task_q.append(quantile_function(dist, base_dir))
             if default is not None:
                 self._response_q = quantile_function(default, base_dir)
+            a = cfg.agentic
+            if a is not None:
+                for name in ("turns", "env_reset", "env_step", "obs_tokens"):
+                    dist = getattr(a, name)
+                    if dist is not None:
+                        self._agentic_q[name] = quantile_function(dist, base_dir)
 
     @property
     def trace_prompts(self) -> int | None:
@@ -156,6 +164,8 @@ class Workload:
         self._check_request(step, n, s)
         if n == 0:
             return []
+        if self._agentic_q:
+            return self._agentic(step, n, s)
         if self._trace_response_tokens is not None:
             prompts, responses = self._replay(step, n, s)
         else:
@@ -177,11 +187,14 @@ class Workload:
 
         A synthetic prompt keeps its difficulty (the shared score sqrt(rho) z of its group)
         and draws new per-response noise from a stream keyed by the prompt and `attempt`,
-        so a prompt queued for being slow is not also held to its slow draws. A trace or
-        recorded rollouts have no other responses to give: their first `n_samples` are
-        reused."""
-        if self._prompt_q is None:
-            return replace(group, response_tokens=group.response_tokens[:n_samples])
+        so a prompt queued for being slow is not also held to its slow draws. A trace,
+        recorded rollouts or multi-turn trajectories have no other responses to give here:
+        their first `n_samples` are reused."""
+        if self._prompt_q is None or group.turns is not None:
+            return replace(
+                group, response_tokens=group.response_tokens[:n_samples],
+                turns=None if group.turns is None else group.turns[:n_samples],
+                reset_s=None if group.reset_s is None else group.reset_s[:n_samples])
         step, i = divmod(group.prompt_id, PROMPT_ID_STRIDE)
         chunk, row = divmod(i, CHUNK_PROMPTS)
         z = keyed_stream(self._seed_seq, step, chunk, 0).standard_normal(CHUNK_PROMPTS)[row]
@@ -258,6 +271,54 @@ class Workload:
         prompt_scores = c * z + math.sqrt(1.0 - c * c) * prompt_noise
         prompts = to_tokens(self._prompt_q(prompt_scores), self.cfg.max_prompt_len)
         return prompts, responses
+
+    def _agentic_normals(self, step: int, n: int, what: int, shape: tuple[int, ...],
+                         ) -> FloatArray:
+        """Standard normals of one kind of agentic draw, (n, *shape), chunk by chunk like the
+        other draws so a batch is a prefix of any larger one."""
+        rows = [keyed_stream(self._seed_seq, step, chunk, _AGENTIC_KEY + what)
+                .standard_normal((CHUNK_PROMPTS, *shape))
+                for chunk in range(math.ceil(n / CHUNK_PROMPTS))]
+        return np.concatenate(rows)[:n]
+
+    def _agentic(self, step: int, n: int, s: int) -> list[PromptGroup]:
+        """Synthetic multi-turn trajectories. A sample's turn count and each turn's response
+        share the prompt's difficulty through the group copula (rho); environment steps,
+        observations and resets are independent draws."""
+        a = self.cfg.agentic
+        assert a is not None and self._prompt_q is not None and self._response_q is not None
+        q = self._agentic_q
+        rho, t_max, cap = self._rho, a.max_turns, self.cfg.max_response_len
+        z, prompt_noise, _ = self._prompt_draws(step, n)
+        shared = math.sqrt(rho) * z
+        own = math.sqrt(1.0 - rho)
+        turns = np.clip(np.rint(q["turns"](
+            shared[:, None] + own * self._agentic_normals(step, n, 0, (s,)))), 1, t_max)
+        lengths = to_tokens(self._response_q(
+            shared[:, None, None] + own * self._agentic_normals(step, n, 1, (s, t_max))), cap)
+        env_s = np.maximum(q["env_step"](self._agentic_normals(step, n, 2, (s, t_max))), 0.0)
+        obs = to_tokens(q["obs_tokens"](self._agentic_normals(step, n, 3, (s, t_max))),
+                        self.cfg.max_prompt_len)
+        reset = (np.maximum(q["env_reset"](self._agentic_normals(step, n, 4, (s,))), 0.0)
+                 if "env_reset" in q else None)
+        c = self._prompt_corr
+        prompts = to_tokens(self._prompt_q(c * z + math.sqrt(1.0 - c * c) * prompt_noise),
+                            self.cfg.max_prompt_len)
+        first_id = step * PROMPT_ID_STRIDE
+        out = []
+        for i in range(n):
+            samples = []
+            for j in range(s):
+                k = int(turns[i, j])
+                samples.append(tuple(
+                    Turn(int(lengths[i, j, t]), float(env_s[i, j, t]) if t < k - 1 else 0.0,
+                         int(obs[i, j, t]) if t < k - 1 else 0)
+                    for t in range(k)))
+            totals = tuple(sum(t.response_tokens + t.obs_tokens for t in sm) for sm in samples)
+            out.append(PromptGroup(
+                first_id + i, int(prompts[i]), totals, cap, turns=tuple(samples),
+                reset_s=None if reset is None else tuple(float(x) for x in reset[i])))
+        return out
 
     def _replay(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
         trace = self.cfg.trace

@@ -45,6 +45,9 @@ class PromptGroup:
     reward_s: tuple[float | None, ...] | None = None
     """Recorded rollouts only: each sample's measured reward latency in seconds (None where
     the recording has none); None when no sample of the group has one."""
+    reset_s: tuple[float, ...] | None = None
+    """Synthetic agentic trajectories only: each sample's environment reset before its first
+    turn, in seconds; None: no reset."""
     task: str | None = None
     """The task of a mixed workload (workload.tasks) this prompt belongs to; None without
     a mix."""

@@ -1,0 +1,66 @@
+"""Synthetic agentic trajectories (workload.agentic): turn counts, per-turn responses,
+environment steps and resets drawn deterministically, trajectories that add up, and a toy
+job whose generation time is the closed-form sum of its resets and environment steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsim.api import simulate
+from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import scenario_from_dict
+from tests.scenarios import tiny
+from tests.workload.helpers import DAPO, make_workload
+
+AGENTIC = {"turns": {"dist": "lognormal", "median": 6, "sigma": 0.6}, "max_turns": 15,
+           "env_step": {"dist": "normal", "mean": 10, "std": 5},
+           "env_reset": {"dist": "lognormal", "median": 3, "sigma": 1.0},
+           "obs_tokens": {"dist": "fixed", "value": 50}}
+
+
+def test_trajectories_add_up_and_are_deterministic():
+    w = make_workload(agentic=AGENTIC, max_response_len=2048)
+    groups = w.batch(0)
+    assert groups == make_workload(agentic=AGENTIC, max_response_len=2048).batch(0)
+    steps, resets = [], []
+    for g in groups:
+        assert g.turns is not None and g.reset_s is not None
+        assert len(g.turns) == len(g.response_tokens) == len(g.reset_s) == 8
+        for sample, total in zip(g.turns, g.response_tokens, strict=True):
+            assert 1 <= len(sample) <= 15
+            assert total == sum(t.response_tokens + t.obs_tokens for t in sample)
+            assert sample[-1].env_s == 0.0 and sample[-1].obs_tokens == 0
+            assert all(1 <= t.response_tokens <= 2048 for t in sample)
+            assert all(t.obs_tokens == 50 for t in sample[:-1])
+            steps += [t.env_s for t in sample[:-1]]
+        resets += list(g.reset_s)
+    assert min(steps) >= 0.0 and 9.0 < float(np.mean(steps)) < 11.0  # N(10, 5), cut at 0
+    assert min(resets) > 0.0 and 2.0 < float(np.median(resets)) < 4.5
+    # a larger batch starts with the smaller one (chunked draws)
+    assert make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 80)[:64] == groups
+
+
+def test_env_time_of_a_toy_trajectory_is_its_reset_plus_its_steps():
+    data = tiny(steps=1, workload__prompts_per_step=1, workload__samples_per_prompt=1,
+                workload__response_len={"dist": "fixed", "value": 20})
+    data["workload"]["agentic"] = {"turns": {"dist": "fixed", "value": 3},
+                                   "env_step": {"dist": "fixed", "value": 10},
+                                   "env_reset": {"dist": "fixed", "value": 5},
+                                   "obs_tokens": {"dist": "fixed", "value": 40}}
+    scenario, base = scenario_from_dict(data)
+    res = simulate(scenario, base)
+    gen = res.summary["phase_time_s"]["gen"]
+    # 5 s reset + 2 x 10 s steps, plus three 20-token turns of a 0.5B model (well under 1 s)
+    assert 25.0 < gen < 26.0
+    lengths = [i.attrs["response_tokens"] for i in res.recorder.instants
+               if i.name == "responses"]
+    assert lengths == [[3 * 20 + 2 * 40]]
+
+
+def test_agentic_with_a_trace_is_one_clear_error():
+    data = tiny()
+    data["workload"]["agentic"] = AGENTIC
+    data["workload"]["trace"] = {"path": str(DAPO)}
+    with pytest.raises(ScenarioError, match="agentic"):
+        scenario_from_dict(data)
