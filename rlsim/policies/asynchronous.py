@@ -19,11 +19,17 @@ Rollout and training run on separate GPUs (REFERENCES.md, ROLL Flash):
   Requests that can no longer train within alpha (started before the new version - alpha)
   are dropped instead and their prompts issued again.
 
-Every sample is trained at most once; a step span counts `dropped_stale` (samples dropped
+- **Trajectories** (multi-turn samples: `workload.agentic` or recorded rollouts) keep the
+  engine of their first turn; the environment resets before the first turn and steps
+  after every other one on the env pool, each trajectory on its own (environment-level
+  async: no barrier across environments). Staleness is checked at the start of every turn:
+  an attempt that started before the engines' version - alpha starts over on the current
+  weights, reset included.
+
+Every sample is trained at most once; a step span counts `dropped_stale` (attempts dropped
 for staleness since the last step) and `resumed` (requests resumed on new weights).
 With alpha = 0 every sample is on-policy: batch n starts on version n once step n - 1 has
 published it, as in disaggregated `sync` (which routes by contiguous chunks instead).
-Single-turn only so far: multi-turn trajectories (agentic) are issue 7's next part.
 """
 
 from __future__ import annotations
@@ -35,25 +41,29 @@ from typing import Any
 
 import simpy
 
-from rlsim.config.errors import ScenarioError
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.policies.phases import Phases, Sample
 from rlsim.policies.scoring import Scorer, sandbox_caps
 from rlsim.trace import CONTROLLER
-from rlsim.workload import Workload
+from rlsim.workload import Turn, Workload
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Slot:
-    """One sample being produced: its batch, launch slot, prompt and current attempt."""
+    """One sample being produced: its batch, launch slot, prompt, turns and current attempt.
+    A single-turn sample is a trajectory of one turn without environment steps."""
 
     batch: int
     slot: int
     prompt_id: int
     prompt_tokens: int
-    output_tokens: int
+    turns: tuple[Turn, ...]
+    reset_s: float
     task: str | None
-    version: int  # weights it started with
+    version: int = 0  # weights the current attempt started with
+    turn: int = 0  # the turn in progress
+    context: int = 0  # tokens so far: prompt, earlier turns' responses and observations
+    engine: RolloutEngine | None = None  # a trajectory keeps its engine for every turn
 
 
 class _AsyncRun:
@@ -92,9 +102,6 @@ class _AsyncRun:
         ph = self.ph
         sc = ph.c.scenario
         groups = self.workload.batch(d)
-        if any(g.turns is not None for g in groups):
-            raise ScenarioError("policy.name", "async runs single-turn responses so far; "
-                                "recorded multi-turn rollouts need policy.name: sync or one_off")
         tasks = [g.task for g in groups for _ in g.response_tokens]
         if sc.reward.by_task:
             lat = ph.task_reward_latencies(d, tasks)
@@ -105,18 +112,37 @@ class _AsyncRun:
         self.scorers[d] = Scorer(ph, lat, None, self.caps)
         slot = 0
         for g in groups:
-            for out in g.response_tokens:
-                self._submit(_Slot(d, slot, g.prompt_id, g.prompt_tokens, out, g.task,
-                                   self.published), prefix=0)
+            for j, out in enumerate(g.response_tokens):
+                turns = g.turns[j] if g.turns is not None else (Turn(out),)
+                reset = g.reset_s[j] if g.reset_s is not None else 0.0
+                self._start(_Slot(d, slot, g.prompt_id, g.prompt_tokens, turns, reset, g.task))
                 slot += 1
 
-    def _submit(self, s: _Slot, prefix: int) -> None:
+    def _start(self, s: _Slot) -> None:
+        """A fresh attempt on the current weights: reset the environment, then turn 0."""
+        s.version, s.turn, s.context, s.engine = self.published, 0, s.prompt_tokens, None
+        if s.reset_s > 0:
+            self.ph.c.env_pool.run(s.reset_s).callbacks.append(
+                lambda _e: self._turn(s, prefix=0))
+        else:
+            self._turn(s, prefix=0)
+
+    def _turn(self, s: _Slot, prefix: int) -> None:
+        """Generate the current turn (`prefix` of its tokens already exist). Staleness is
+        checked at every turn: an attempt that can no longer train within alpha starts over
+        on the current weights."""
+        if s.version < self.published - self.cfg.alpha:
+            self.dropped += 1
+            self._start(s)
+            return
         ph = self.ph
-        req = Request(ph.next_rid(), s.prompt_tokens, s.output_tokens, prefix_tokens=prefix,
+        turn = s.turns[s.turn]
+        req = Request(ph.next_rid(), s.context, turn.response_tokens, prefix_tokens=prefix,
                       on_done=self._done, tag=s.prompt_id)
         self.live[req.rid] = (s, req)
-        engine: RolloutEngine = min(ph.c.engines, key=lambda e: e.load)
-        engine.submit(req)
+        if s.engine is None:
+            s.engine = min(ph.c.engines, key=lambda e: e.load)
+        s.engine.submit(req)
 
     def _done(self, req: Request) -> None:
         if req.status != "finished":
@@ -125,7 +151,15 @@ class _AsyncRun:
         if entry is None:
             return
         s = entry[0]
-        sample = Sample(s.prompt_id, s.prompt_tokens, req.generated, s.version, task=s.task)
+        turn = s.turns[s.turn]
+        s.context += req.generated + turn.obs_tokens
+        if s.turn < len(s.turns) - 1:
+            s.turn += 1
+            self.ph.c.env_pool.run(turn.env_s).callbacks.append(
+                lambda _e: self._turn(s, prefix=0))
+            return
+        sample = Sample(s.prompt_id, s.prompt_tokens, s.context - s.prompt_tokens, s.version,
+                        task=s.task)
         scorer = self.scorers[s.batch]
         end = scorer.submit(s.slot, s.prompt_id, s.task)
         if end is None:
@@ -144,20 +178,16 @@ class _AsyncRun:
         """The engines now hold `version`: resume or drop what is in flight."""
         self.published = version
         if self.cfg.partial_rollout:
-            floor = version - self.cfg.alpha
             for engine in self.ph.c.engines:
                 for req in engine.abort():
                     entry = self.live.pop(req.rid, None)
                     if entry is None:
                         continue
                     s = entry[0]
-                    if s.version < floor:
-                        self.dropped += 1  # could never train within alpha: start over
-                        s.version = version
-                        self._submit(s, prefix=0)
-                    else:
+                    if s.version >= version - self.cfg.alpha:
                         self.resumed += 1
-                        self._submit(s, prefix=min(req.generated, s.output_tokens - 1))
+                    # The turn resumes with its tokens (or, too stale, `_turn` starts over).
+                    self._turn(s, prefix=min(req.generated, req.output_tokens - 1))
         _wake(self._producer_wake)
 
     # ------------------------------------------------------------------ trainer
@@ -173,8 +203,7 @@ class _AsyncRun:
                     batch.append(sample)
                 else:
                     self.dropped += 1
-                    slot.version = self.published  # a fresh attempt on the current weights
-                    self._submit(slot, prefix=0)
+                    self._start(slot)  # a fresh attempt on the current weights
             if len(batch) < self.batch:
                 self._trainer_wake = self.env.event()
                 yield self._trainer_wake

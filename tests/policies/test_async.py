@@ -37,15 +37,22 @@ def _batches(res):
                    and i.attrs["what"] == "async_batch"), key=lambda i: i.attrs["step"])
 
 
-@settings(max_examples=25, deadline=None)
+AGENTIC = {"turns": {"dist": "lognormal", "median": 3, "sigma": 0.7}, "max_turns": 8,
+           "env_step": {"dist": "normal", "mean": 0.5, "std": 0.5},
+           "env_reset": {"dist": "lognormal", "median": 0.3, "sigma": 1.0},
+           "obs_tokens": {"dist": "fixed", "value": 30}}
+
+
+@settings(max_examples=30, deadline=None)
 @given(alpha=st.integers(0, 4), partial=st.booleans(), prompts=st.integers(1, 8),
        samples=st.integers(1, 4), sigma=st.floats(0.1, 1.5), max_seqs=st.integers(1, 64),
-       steps=st.integers(1, 7), seed=st.integers(0, 20))
+       steps=st.integers(1, 7), seed=st.integers(0, 20), agentic=st.booleans())
 def test_staleness_bound_and_exactly_once(alpha, partial, prompts, samples, sigma, max_seqs,
-                                          steps, seed):
+                                          steps, seed, agentic):
     res = _run(alpha, partial, steps=steps, seed=seed, workload__prompts_per_step=prompts,
                workload__samples_per_prompt=samples, rollout__max_running_seqs=max_seqs,
-               workload__response_len={"dist": "lognormal", "median": 200, "sigma": sigma})
+               workload__response_len={"dist": "lognormal", "median": 200, "sigma": sigma},
+               **({"workload__agentic": AGENTIC, "env": {"workers": 4}} if agentic else {}))
     trains = _trains(res)
     assert len(trains) == steps
     assert all(t.attrs["samples"] == prompts * samples for t in trains)
