@@ -359,6 +359,14 @@ class PolicyConfig(_Frozen):
         description="colocated: rollout and train time-share the same GPUs (offload/reload "
         "between phases); disaggregated: separate GPUs ('Solo-D').",
     )
+    env_interaction: Literal["per_trajectory", "batched"] = Field(
+        default="per_trajectory",
+        description="Multi-turn samples under sync and one_off: per_trajectory: each "
+        "trajectory moves on as soon as its own turn or environment step ends "
+        "(environment-level async); batched: lock-step, every trajectory's turn t ends "
+        "before any environment step, and every step before any turn t+1 (the batched "
+        "env interaction that ROLL Flash compares against).",
+    )
 
 
 class OutputConfig(_Frozen):

@@ -41,6 +41,7 @@ from typing import Any
 
 import simpy
 
+from rlsim.config.errors import ScenarioError
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.policies.phases import Phases, Sample
 from rlsim.policies.scoring import Scorer, sandbox_caps
@@ -216,6 +217,10 @@ def _wake(event: simpy.Event | None) -> None:
 
 
 def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
+    if ph.c.scenario.policy.env_interaction == "batched":
+        raise ScenarioError("policy.env_interaction", "async runs every trajectory on its own "
+                            "(environment-level async); batched interaction is for sync and "
+                            "one_off: drop it or set per_trajectory")
     run = _AsyncRun(ph, workload)
     env = ph.env
     env.process(run.produce())

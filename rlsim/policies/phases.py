@@ -140,6 +140,9 @@ class Phases:
 
     def _gen(self, step: int, groups: Sequence[PromptGroup],
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
+        if self.c.scenario.policy.env_interaction == "batched" and \
+                any(g.turns is not None for g in groups):
+            return (yield from self._gen_batched(step, groups, version))
         t0 = self.env.now
         reqs: list[Request] = []
         # Recorded rollouts only (both empty otherwise): rid of a first turn -> the turns of
@@ -192,6 +195,56 @@ class Phases:
                        for x in done]
         self.record_responses(step, t0, samples, barrier.times)
         return samples
+
+    def _gen_batched(self, step: int, groups: Sequence[PromptGroup],
+                     version: int) -> Generator[simpy.Event, Any, list[Sample]]:
+        """Multi-turn samples in lock-step (policy.env_interaction: batched): every reset,
+        then turn t of every trajectory still going, then all their environment steps, then
+        turn t + 1. Each trajectory keeps the engine its first turn was dispatched to."""
+        env, pool = self.env, self.c.env_pool
+        t0 = env.now
+        # (prompt id, prompt tokens, turns, recorded reward latency, reset) per sample
+        trajs = [(g.prompt_id, g.prompt_tokens,
+                  g.turns[j] if g.turns is not None else (Turn(out),),
+                  g.reward_s[j] if g.reward_s is not None else None,
+                  g.reset_s[j] if g.reset_s is not None else 0.0)
+                 for g in groups for j, out in enumerate(g.response_tokens)]
+        first = [Request(0, t[1], t[2][0].response_tokens) for t in trajs]  # dispatch only
+        engine_of: list[RolloutEngine] = []
+        for engine, chunk in self.engine_chunks(first):
+            engine_of += [engine] * len(chunk)
+        resets = [pool.run(t[4]) for t in trajs if t[4] > 0]
+        if resets:
+            yield env.all_of(resets)
+        context = [t[1] for t in trajs]
+        out: list[Sample] = []
+        times: list[float] = []
+        active = list(range(len(trajs)))
+        turn = 0
+        while active:
+            barrier = Barrier(env, len(active))
+            for i in active:
+                req = Request(self.next_rid(), context[i], trajs[i][2][turn].response_tokens,
+                              tag=i, on_done=barrier.arrive)
+                engine_of[i].submit(req)
+            done: list[Request] = yield barrier.done
+            going = []
+            for req, at in zip(done, barrier.times, strict=True):
+                i = req.tag
+                turns = trajs[i][2]
+                context[i] += req.generated + turns[turn].obs_tokens
+                if turn == len(turns) - 1:
+                    pid, prompt, _, reward_s, _ = trajs[i]
+                    out.append(Sample(pid, prompt, context[i] - prompt, version, reward_s))
+                    times.append(at)
+                else:
+                    going.append(i)
+            if going:
+                yield env.all_of([pool.run(trajs[i][2][turn].env_s) for i in going])
+            active = sorted(going)
+            turn += 1
+        self.record_responses(step, t0, out, times)
+        return out
 
     def engine_chunks(self, reqs: Sequence[Request]) -> list[tuple[RolloutEngine,
                                                                    Sequence[Request]]]:

@@ -64,3 +64,57 @@ def test_agentic_with_a_trace_is_one_clear_error():
     data["workload"]["trace"] = {"path": str(DAPO)}
     with pytest.raises(ScenarioError, match="agentic"):
         scenario_from_dict(data)
+
+
+def _agentic_job(interaction: str, **changes):
+    data = tiny(steps=1, workload__prompts_per_step=4, workload__samples_per_prompt=2,
+                workload__response_len={"dist": "lognormal", "median": 50, "sigma": 0.5},
+                env={"workers": 64}, **changes)
+    data["workload"]["agentic"] = {"turns": {"dist": "lognormal", "median": 4, "sigma": 0.6},
+                                   "env_step": {"dist": "lognormal", "median": 5, "sigma": 1.0},
+                                   "obs_tokens": {"dist": "fixed", "value": 20}}
+    data["policy"] = {"name": "sync", "env_interaction": interaction}
+    scenario, base = scenario_from_dict(data)
+    return simulate(scenario, base)
+
+
+def test_batched_interaction_waits_for_the_slowest_env_step_of_every_turn():
+    own, batched = _agentic_job("per_trajectory"), _agentic_job("batched")
+    lengths = [sorted(i.attrs["response_tokens"]) for r in (own, batched)
+               for i in r.recorder.instants if i.name == "responses"]
+    assert lengths[0] == lengths[1]  # the same trajectories
+    gen = [r.summary["phase_time_s"]["gen"] for r in (own, batched)]
+    assert gen[1] > gen[0]  # lock-step pays each turn's slowest step
+
+
+
+def test_a_lock_step_turn_waits_for_every_reset_and_every_step():
+    """With fixed turns and steps, lock-step gen time is the slowest reset plus, per turn
+    boundary, the slowest environment step: here 7 s + 2 x 10 s, plus generation."""
+    data = tiny(steps=1, workload__prompts_per_step=2, workload__samples_per_prompt=2,
+                workload__response_len={"dist": "fixed", "value": 20}, env={"workers": 8})
+    data["workload"]["agentic"] = {"turns": {"dist": "fixed", "value": 3},
+                                   "env_step": {"dist": "normal", "mean": 8, "std": 1.5},
+                                   "env_reset": {"dist": "normal", "mean": 5, "std": 1.5}}
+    data["policy"] = {"name": "sync", "env_interaction": "batched"}
+    scenario, base = scenario_from_dict(data)
+    from rlsim.config.streams import stream
+    from rlsim.workload import Workload
+
+    groups = Workload(scenario.workload, stream(scenario.seed, "workload"), base).batch(0)
+    samples = [(g.reset_s[j], g.turns[j]) for g in groups for j in range(2)]
+    expect = max(r for r, _ in samples) + sum(
+        max(turns[t].env_s for _, turns in samples) for t in range(2))
+    gen = simulate(scenario, base).summary["phase_time_s"]["gen"]
+    assert expect < gen < expect + 1.0  # three 20-token turns of a 0.5B model
+
+
+def test_async_refuses_batched_interaction():
+    data = tiny(pools=[{"name": "r", "gpu": "H100", "nodes": 1},
+                       {"name": "t", "gpu": "H100", "nodes": 1}],
+                rollout__pool="r", train__pool="t",
+                policy={"name": "async", "placement": "disaggregated",
+                        "env_interaction": "batched"})
+    scenario, base = scenario_from_dict(data)
+    with pytest.raises(ScenarioError, match=r"policy\.env_interaction"):
+        simulate(scenario, base)
