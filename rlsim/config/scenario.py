@@ -332,6 +332,16 @@ class AsyncConfig(_Frozen):
         "version >= n - alpha, and the producer starts batch d only once version d - alpha "
         "is out (ROLL's async_generation_ratio). 0: every sample is on-policy.",
     )
+    extra_groups: int = Field(
+        default=0, ge=0,
+        description="Redundant environments: prompt groups launched per batch beyond "
+        "prompts_per_step; the first complete ones are used, the rest cancelled "
+        "(ROLL's num_env_groups above the batch).")
+    extra_per_group: int = Field(
+        default=0, ge=0,
+        description="Redundant environments: samples launched per group beyond "
+        "samples_per_prompt; a group is complete at its first samples_per_prompt, the rest "
+        "are cancelled (ROLL's group_size_redundancy).")
     partial_rollout: bool = Field(
         default=True,
         description="At a weight update, abort the requests in flight and resume them on the "

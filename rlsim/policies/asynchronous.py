@@ -1,24 +1,27 @@
 """`async`: ROLL Flash's asynchronous RL, rollout and training decoupled by an async ratio.
 
-Rollout and training run on separate GPUs (REFERENCES.md, ROLL Flash):
+Rollout and training run on separate GPUs (REFERENCES.md, ROLL Flash;
+docs/research/rollflash.md):
 
-- **Producer.** Batch d (P0 prompts x R0 samples, every sample its own request: prompt
-  replication) is launched once the engines hold weights of version >= d - alpha, so
-  rollout runs at most alpha steps ahead of training. Each request goes to the least-loaded
-  engine (queue scheduling; an engine runs at most rollout.max_running_seqs at once and
-  queues the rest), starts at the engines' current version, and is scored on its own as it
-  finishes (the reward scheduler's `Scorer`).
-- **Trainer.** Step n waits for P0 x R0 scored samples that started at version >= n - alpha,
-  oldest first, drops the rest as stale (their prompts are issued again on the current
-  weights), computes log-probs, trains, and publishes version n + 1 over the weight-sync
-  link. The wait is recorded as the step's `gen` phase: the time training waits for rollout.
+- **Producer.** Batch d is launched once the engines hold weights of version >= d - alpha,
+  so rollout runs at most alpha steps ahead of training. A batch is P0 prompt groups of R0
+  samples, plus `extra_groups` groups and `extra_per_group` samples per group when
+  environments are redundant. Every sample is its own request (prompt replication) on the
+  least-loaded engine (queue scheduling; an engine runs at most rollout.max_running_seqs at
+  once and queues the rest), starts at the engines' current version, and is scored on its
+  own as it finishes (the reward scheduler's `Scorer`).
+- **Groups.** A group is complete at its first R0 scored samples; its other samples are
+  cancelled (aborted at once). A batch uses its first P0 complete groups; its other groups
+  are cancelled.
+- **Trainer.** Step n waits for P0 complete groups whose samples all started at version
+  >= n - alpha, oldest first. A group with an older sample is dropped and its prompt issued
+  again on the current weights (every sample a fresh attempt). It then computes log-probs,
+  trains and publishes version n + 1 over the weight-sync link. The wait is recorded as the
+  step's `gen` phase: the time training waits for rollout.
 - **Partial rollout** (`partial_rollout: true`). At each weight update every request in
   flight is aborted and resumed on the new weights with prompt + partial output (its KV
   recomputed by prefill). A resumed sample keeps the version it started at, so its
-  staleness counts from the oldest weights that wrote any of its tokens (documented choice).
-  Requests that can no longer train within alpha (started before the new version - alpha)
-  are dropped instead and their prompts issued again.
-
+  staleness counts from the oldest weights that wrote any of its tokens (as ROLL does).
 - **Trajectories** (multi-turn samples: `workload.agentic` or recorded rollouts) keep the
   engine of their first turn; the environment resets before the first turn and steps
   after every other one on the env pool, each trajectory on its own (environment-level
@@ -26,17 +29,19 @@ Rollout and training run on separate GPUs (REFERENCES.md, ROLL Flash):
   an attempt that started before the engines' version - alpha starts over on the current
   weights, reset included.
 
-Every sample is trained at most once; a step span counts `dropped_stale` (attempts dropped
-for staleness since the last step) and `resumed` (requests resumed on new weights).
-With alpha = 0 every sample is on-policy: batch n starts on version n once step n - 1 has
-published it, as in disaggregated `sync` (which routes by contiguous chunks instead).
+Every attempt ends exactly one way, counted in `outcomes`: trained, stale (dropped for
+staleness), cancelled (redundant), or left over when the run ends (in flight, or scored
+but not needed). Each step span adds the step's `dropped_stale`, `cancelled` and `resumed`
+(requests resumed on new weights). With alpha = 0 and no redundancy every sample is
+on-policy: batch n runs on version n once step n - 1 has published it, as in
+disaggregated `sync` (which routes by contiguous chunks instead).
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
@@ -51,20 +56,43 @@ from rlsim.workload import Turn, Workload
 
 @dataclass(slots=True, eq=False)
 class _Slot:
-    """One sample being produced: its batch, launch slot, prompt, turns and current attempt.
-    A single-turn sample is a trajectory of one turn without environment steps."""
+    """One sample being produced: its launch slot, prompt, turns and current attempt. A
+    single-turn sample is a trajectory of one turn without environment steps."""
 
-    batch: int
-    slot: int
-    prompt_id: int
-    prompt_tokens: int
+    group: _Group
+    slot: int  # launch index in its batch (its reward latency)
     turns: tuple[Turn, ...]
     reset_s: float
-    task: str | None
     version: int = 0  # weights the current attempt started with
     turn: int = 0  # the turn in progress
     context: int = 0  # tokens so far: prompt, earlier turns' responses and observations
     engine: RolloutEngine | None = None  # a trajectory keeps its engine for every turn
+    request: Request | None = None  # the turn in flight
+    attempt: int = 0  # bumped by every restart or cancel: late callbacks of older ones stop
+    done: bool = False  # scored for the current attempt
+    ended: bool = True  # the current attempt's outcome is counted
+
+
+@dataclass(slots=True, eq=False)
+class _Group:
+    """One prompt of a batch with its R0 (+ redundant) samples."""
+
+    batch: _Batch
+    prompt_id: int
+    prompt_tokens: int
+    task: str | None
+    slots: list[_Slot] = field(default_factory=list)
+    scored: list[Sample] = field(default_factory=list)
+    closed: bool = False  # complete or cancelled: takes no more samples
+    counted: bool = False  # one of its batch's P0 (a reissued group stays counted)
+
+
+@dataclass(slots=True, eq=False)
+class _Batch:
+    index: int
+    scorer: Scorer
+    groups: list[_Group] = field(default_factory=list)
+    complete: int = 0
 
 
 class _AsyncRun:
@@ -75,15 +103,15 @@ class _AsyncRun:
         sc = ph.c.scenario
         self.cfg = sc.policy.asynchronous
         self.p0, self.r0 = sc.workload.prompts_per_step, sc.workload.samples_per_prompt
-        self.batch = self.p0 * self.r0
         self.steps = sc.steps
         self.published = 0  # the engines' weights version
         self.launched = 0  # batches launched so far
-        self.scorers: dict[int, Scorer] = {}
         self.caps = sandbox_caps(sc)
-        self.live: dict[int, tuple[_Slot, Request]] = {}  # rid -> request in flight
-        self.ready: deque[tuple[Sample, _Slot]] = deque()  # scored samples, oldest first
-        self.dropped = 0
+        self.live: dict[int, _Slot] = {}  # rid -> the slot whose turn it is
+        self.batches: list[_Batch] = []
+        self.ready: deque[_Group] = deque()  # complete groups, oldest first
+        self.outcomes: Counter[str] = Counter()  # attempts by how they ended
+        self.attempts = 0
         self.resumed = 0
         self._trainer_wake: simpy.Event | None = None
         self._producer_wake: simpy.Event | None = None
@@ -100,9 +128,10 @@ class _AsyncRun:
             self.launched += 1
 
     def _launch_batch(self, d: int) -> None:
-        ph = self.ph
+        ph, cfg = self.ph, self.cfg
         sc = ph.c.scenario
-        groups = self.workload.batch(d)
+        per_group = self.r0 + cfg.extra_per_group
+        groups = self.workload.batch(d, self.p0 + cfg.extra_groups, per_group)
         tasks = [g.task for g in groups for _ in g.response_tokens]
         if sc.reward.by_task:
             lat = ph.task_reward_latencies(d, tasks)
@@ -110,69 +139,128 @@ class _AsyncRun:
             lat = [None] * len(tasks)
         else:
             lat = list(ph.reward_latencies(d, len(tasks)).tolist())
-        self.scorers[d] = Scorer(ph, lat, None, self.caps)
+        batch = _Batch(d, Scorer(ph, lat, None, self.caps))
+        self.batches.append(batch)
         slot = 0
         for g in groups:
+            group = _Group(batch, g.prompt_id, g.prompt_tokens, g.task)
+            batch.groups.append(group)
             for j, out in enumerate(g.response_tokens):
                 turns = g.turns[j] if g.turns is not None else (Turn(out),)
                 reset = g.reset_s[j] if g.reset_s is not None else 0.0
-                self._start(_Slot(d, slot, g.prompt_id, g.prompt_tokens, turns, reset, g.task))
+                group.slots.append(_Slot(group, slot, turns, reset))
                 slot += 1
+        for group in batch.groups:
+            for s in group.slots:
+                self._start(s)
+
+    def _end(self, s: _Slot, how: str) -> None:
+        """Count how the slot's current attempt ended (once)."""
+        if s.ended:
+            raise RuntimeError(f"attempt {s.attempt} of slot {s.slot} ended twice")
+        s.ended = True
+        self.outcomes[how] += 1
 
     def _start(self, s: _Slot) -> None:
         """A fresh attempt on the current weights: reset the environment, then turn 0."""
-        s.version, s.turn, s.context, s.engine = self.published, 0, s.prompt_tokens, None
+        self.attempts += 1
+        s.ended = False
+        s.attempt += 1
+        s.version, s.turn, s.context = self.published, 0, s.group.prompt_tokens
+        s.engine, s.request, s.done = None, None, False
+        attempt = s.attempt
         if s.reset_s > 0:
             self.ph.c.env_pool.run(s.reset_s).callbacks.append(
-                lambda _e: self._turn(s, prefix=0))
+                lambda _e: self._turn(s, 0, attempt))
         else:
-            self._turn(s, prefix=0)
+            self._turn(s, 0, attempt)
 
-    def _turn(self, s: _Slot, prefix: int) -> None:
+    def _turn(self, s: _Slot, prefix: int, attempt: int) -> None:
         """Generate the current turn (`prefix` of its tokens already exist). Staleness is
         checked at every turn: an attempt that can no longer train within alpha starts over
         on the current weights."""
+        if attempt != s.attempt:
+            return  # cancelled or restarted meanwhile
         if s.version < self.published - self.cfg.alpha:
-            self.dropped += 1
+            self._end(s, "stale")
             self._start(s)
             return
         ph = self.ph
         turn = s.turns[s.turn]
         req = Request(ph.next_rid(), s.context, turn.response_tokens, prefix_tokens=prefix,
-                      on_done=self._done, tag=s.prompt_id)
-        self.live[req.rid] = (s, req)
+                      on_done=self._done, tag=s.group.prompt_id)
+        self.live[req.rid] = s
+        s.request = req
         if s.engine is None:
             s.engine = min(ph.c.engines, key=lambda e: e.load)
         s.engine.submit(req)
 
     def _done(self, req: Request) -> None:
         if req.status != "finished":
-            return  # aborted: the weight update that aborted it decides what follows
-        entry = self.live.pop(req.rid, None)
-        if entry is None:
+            return  # aborted: whoever aborted it decides what follows
+        s = self.live.pop(req.rid, None)
+        if s is None:
             return
-        s = entry[0]
+        s.request = None
         turn = s.turns[s.turn]
         s.context += req.generated + turn.obs_tokens
+        attempt = s.attempt
         if s.turn < len(s.turns) - 1:
             s.turn += 1
             self.ph.c.env_pool.run(turn.env_s).callbacks.append(
-                lambda _e: self._turn(s, prefix=0))
+                lambda _e: self._turn(s, 0, attempt))
             return
-        sample = Sample(s.prompt_id, s.prompt_tokens, s.context - s.prompt_tokens, s.version,
-                        task=s.task)
-        scorer = self.scorers[s.batch]
-        end = scorer.submit(s.slot, s.prompt_id, s.task)
+        g = s.group
+        sample = Sample(g.prompt_id, g.prompt_tokens, s.context - g.prompt_tokens, s.version,
+                        task=g.task)
+        scorer = g.batch.scorer
+        end = scorer.submit(s.slot, g.prompt_id, g.task)
         if end is None:
             scorer.judge(req.rid, req.generated)
-            scorer.judging.pop(req.rid).callbacks.append(lambda _e: self._arrive(sample, s))
+            scorer.judging.pop(req.rid).callbacks.append(
+                lambda _e: self._scored(s, sample, attempt))
         else:
             self.env.timeout(max(0.0, end - self.env.now)).callbacks.append(
-                lambda _e: self._arrive(sample, s))
+                lambda _e: self._scored(s, sample, attempt))
 
-    def _arrive(self, sample: Sample, s: _Slot) -> None:
-        self.ready.append((sample, s))
+    def _scored(self, s: _Slot, sample: Sample, attempt: int) -> None:
+        g = s.group
+        if attempt != s.attempt or g.closed:
+            return  # cancelled or restarted while its reward ran
+        s.done = True
+        g.scored.append(sample)
+        if len(g.scored) < self.r0:
+            return
+        g.closed = True
+        for other in g.slots:  # the group's redundant samples still running
+            if not other.done:
+                self._cancel(other)
+        self.ready.append(g)
+        batch = g.batch
+        if not g.counted:
+            g.counted = True
+            batch.complete += 1
+        if batch.complete == self.p0:
+            for other_group in batch.groups:  # the batch's redundant groups
+                if not other_group.closed and not other_group.counted:
+                    other_group.closed = True
+                    for other in other_group.slots:
+                        if not other.done:
+                            self._cancel(other)
+                        else:
+                            self._end(other, "cancelled")  # scored, never needed
         _wake(self._trainer_wake)
+
+    def _cancel(self, s: _Slot) -> None:
+        """Stop a redundant attempt: its request is aborted, its env callbacks lapse."""
+        self._end(s, "cancelled")
+        s.attempt += 1
+        req = s.request
+        if req is not None and s.engine is not None:
+            self.live.pop(req.rid, None)
+            if req.status in ("waiting", "prefill", "decode"):
+                s.engine.abort([req])
+        s.request = None
 
     # ------------------------------------------------------------------ weight update
     def publish(self, version: int) -> None:
@@ -181,34 +269,51 @@ class _AsyncRun:
         if self.cfg.partial_rollout:
             for engine in self.ph.c.engines:
                 for req in engine.abort():
-                    entry = self.live.pop(req.rid, None)
-                    if entry is None:
+                    s = self.live.pop(req.rid, None)
+                    if s is None:
                         continue
-                    s = entry[0]
+                    s.request = None
                     if s.version >= version - self.cfg.alpha:
                         self.resumed += 1
                     # The turn resumes with its tokens (or, too stale, `_turn` starts over).
-                    self._turn(s, prefix=min(req.generated, req.output_tokens - 1))
+                    self._turn(s, min(req.generated, req.output_tokens - 1), s.attempt)
         _wake(self._producer_wake)
 
     # ------------------------------------------------------------------ trainer
     def take(self, step: int) -> Generator[simpy.Event, Any, list[Sample]]:
-        """The step's P0 x R0 samples: the oldest scored ones within alpha; stale ones are
-        dropped and their prompts issued again on the current weights."""
+        """The step's P0 groups of R0 samples: the oldest complete ones within alpha; a
+        group with an older sample is dropped and its prompt issued again."""
         floor = step - self.cfg.alpha
-        batch: list[Sample] = []
-        while len(batch) < self.batch:
-            while self.ready and len(batch) < self.batch:
-                sample, slot = self.ready.popleft()
-                if sample.version >= floor:
-                    batch.append(sample)
-                else:
-                    self.dropped += 1
-                    self._start(slot)  # a fresh attempt on the current weights
-            if len(batch) < self.batch:
+        taken: list[_Group] = []
+        while len(taken) < self.p0:
+            while self.ready and len(taken) < self.p0:
+                g = self.ready.popleft()
+                if all(smp.version >= floor for smp in g.scored):
+                    taken.append(g)
+                    for s in g.slots:
+                        if s.done:
+                            self._end(s, "trained")
+                    continue
+                for s in g.slots:
+                    if s.done:
+                        self._end(s, "stale")
+                self._reissue(g)
+            if len(taken) < self.p0:
                 self._trainer_wake = self.env.event()
                 yield self._trainer_wake
-        return batch
+        return [smp for g in taken for smp in g.scored]
+
+    def _reissue(self, g: _Group) -> None:
+        """Every sample of a stale group again, on the current weights."""
+        g.scored.clear()
+        g.closed = False
+        for s in g.slots:  # the redundant ones too: each is a fresh attempt
+            self._start(s)
+
+    def leftover(self) -> int:
+        """Attempts whose outcome is still open when the run ends: in flight, or scored in
+        a group that was not trained yet."""
+        return sum(1 for b in self.batches for g in b.groups for s in g.slots if not s.ended)
 
 
 def _wake(event: simpy.Event | None) -> None:
@@ -226,9 +331,10 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
     env.process(run.produce())
     for step in range(run.steps):
         t0 = env.now
-        dropped0, resumed0 = run.dropped, run.resumed
+        before = Counter(run.outcomes)
+        resumed0 = run.resumed
         samples: list[Sample] = yield ph.phase("gen", step, run.take(step),
-                                               samples=run.batch, waiting=True)
+                                               samples=run.p0 * run.r0, waiting=True)
         ph.rec.instant(CONTROLLER, "decision", env.now, step=step, what="async_batch",
                        versions=sorted({s.version for s in samples}), published=run.published,
                        prompts=[s.prompt_id for s in samples])
@@ -236,5 +342,10 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         yield ph.train(step, samples, version=step)
         yield ph.weight_sync(step)
         run.publish(step + 1)
-        ph.step_span(step, t0, samples=len(samples), dropped_stale=run.dropped - dropped0,
+        ph.step_span(step, t0, samples=len(samples),
+                     dropped_stale=run.outcomes["stale"] - before["stale"],
+                     cancelled=run.outcomes["cancelled"] - before["cancelled"],
                      resumed=run.resumed - resumed0)
+    ph.rec.instant(CONTROLLER, "outcomes", env.now, attempts=run.attempts,
+                   trained=run.outcomes["trained"], stale=run.outcomes["stale"],
+                   cancelled=run.outcomes["cancelled"], leftover=run.leftover())

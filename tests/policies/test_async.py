@@ -18,10 +18,13 @@ from tests.scenarios import tiny
 POOLS = [{"name": "r", "gpu": "H100", "nodes": 1}, {"name": "t", "gpu": "H100", "nodes": 1}]
 
 
-def _run(alpha: int, partial: bool = True, **changes):
+def _run(alpha: int, partial: bool = True, extra_groups: int = 0, extra_per_group: int = 0,
+         **changes):
     data = tiny(pools=POOLS, rollout__pool="r", train__pool="t",
                 policy={"name": "async", "placement": "disaggregated",
-                        "asynchronous": {"alpha": alpha, "partial_rollout": partial}},
+                        "asynchronous": {"alpha": alpha, "partial_rollout": partial,
+                                         "extra_groups": extra_groups,
+                                         "extra_per_group": extra_per_group}},
                 **changes)
     scenario, base = scenario_from_dict(data)
     return simulate(scenario, base)
@@ -46,10 +49,12 @@ AGENTIC = {"turns": {"dist": "lognormal", "median": 3, "sigma": 0.7}, "max_turns
 @settings(max_examples=30, deadline=None)
 @given(alpha=st.integers(0, 4), partial=st.booleans(), prompts=st.integers(1, 8),
        samples=st.integers(1, 4), sigma=st.floats(0.1, 1.5), max_seqs=st.integers(1, 64),
-       steps=st.integers(1, 7), seed=st.integers(0, 20), agentic=st.booleans())
+       steps=st.integers(1, 7), seed=st.integers(0, 20), agentic=st.booleans(),
+       extra_groups=st.integers(0, 3), extra_per_group=st.integers(0, 2))
 def test_staleness_bound_and_exactly_once(alpha, partial, prompts, samples, sigma, max_seqs,
-                                          steps, seed, agentic):
-    res = _run(alpha, partial, steps=steps, seed=seed, workload__prompts_per_step=prompts,
+                                          steps, seed, agentic, extra_groups, extra_per_group):
+    res = _run(alpha, partial, extra_groups, extra_per_group, steps=steps, seed=seed,
+               workload__prompts_per_step=prompts,
                workload__samples_per_prompt=samples, rollout__max_running_seqs=max_seqs,
                workload__response_len={"dist": "lognormal", "median": 200, "sigma": sigma},
                **({"workload__agentic": AGENTIC, "env": {"workers": 4}} if agentic else {}))
@@ -65,7 +70,14 @@ def test_staleness_bound_and_exactly_once(alpha, partial, prompts, samples, sigm
         if i.name == "decision" and i.attrs["what"] == "async_batch":
             per_prompt.update(i.attrs["prompts"])
     assert all(n <= samples for n in per_prompt.values())
-    if alpha == 0:  # on-policy: nothing to drop or resume
+    # every attempt ended exactly one way: trained, stale, cancelled, or still open
+    (out,) = [i for i in res.recorder.instants if i.name == "outcomes"]
+    a = out.attrs
+    assert a["trained"] == steps * prompts * samples
+    assert a["attempts"] == a["trained"] + a["stale"] + a["cancelled"] + a["leftover"]
+    if extra_groups == extra_per_group == 0:
+        assert a["cancelled"] == 0
+    if alpha == 0 and extra_groups == extra_per_group == 0:  # on-policy, nothing to drop
         steps_ = [s for s in res.recorder.spans if s.name == "step"]
         assert all(s.attrs["dropped_stale"] == 0 and s.attrs["resumed"] == 0 for s in steps_)
 
@@ -82,6 +94,21 @@ def test_alpha_zero_trains_each_batch_on_its_own_weights():
 def test_a_larger_alpha_overlaps_rollout_with_training():
     times = [_run(alpha, steps=6).summary["step_time_s"]["mean"] for alpha in (0, 1)]
     assert times[1] < times[0]
+
+
+def test_redundant_environments_cut_the_wait_for_slow_ones():
+    """Heavy-tailed environment steps: launching more groups and more samples per group
+    than needed and keeping the first to finish shortens the step; the rest is cancelled."""
+    agentic = {"turns": {"dist": "fixed", "value": 3},
+               "env_step": {"dist": "lognormal", "median": 2, "sigma": 1.5}}
+    kw = dict(steps=4, workload__prompts_per_step=4, workload__samples_per_prompt=2,
+              workload__response_len={"dist": "fixed", "value": 30},
+              workload__agentic=agentic, env={"workers": 64})
+    plain, redundant = _run(1, **kw), _run(1, extra_groups=2, extra_per_group=1, **kw)
+    times = [r.summary["step_time_s"]["mean"] for r in (plain, redundant)]
+    assert times[1] < 0.8 * times[0]
+    (out,) = [i for i in redundant.recorder.instants if i.name == "outcomes"]
+    assert out.attrs["cancelled"] > 0
 
 
 def test_async_needs_separate_gpus():
