@@ -57,6 +57,10 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
     faults = [i for i in recorder.instants if i.name == "fault"]
     recovered = [i for i in recorder.instants if i.name == "recovered"]
     lost = sum((float(i.attrs.get("lost_work_s", 0.0)) for i in recovered), 0.0)
+    ends = [i.attrs for i in recorder.instants if i.track == CONTROLLER
+            and i.name == "outcomes"]
+    attempts = ({k: int(ends[-1][k]) for k in ("trained", "stale", "cancelled", "leftover")}
+                if ends else None)
     return {
         "steps": n_steps,
         "sim_time_s": sim_time,
@@ -75,6 +79,8 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         "faults": {"injected": len(faults), "recovered": len(recovered), "lost_work_s": lost},
         "goodput_samples_per_s": samples / sim_time if sim_time > 0 else 0.0,
         "slo_attainment": None,
+        # async: how every sample attempt ended (None for policies that drop nothing)
+        "attempts": attempts,
         "profiles": {name: {"source": p.get("profile"), "hash": p.get("profile_hash")}
                      for name, p in sorted(pools.items())},
         "wall_s": wall_s,

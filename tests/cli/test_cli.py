@@ -13,7 +13,7 @@ from tests.scenarios import tiny, write
 
 SUMMARY_KEYS = {"steps", "sim_time_s", "step_time_s", "phase_time_s", "throughput", "gpu_util",
                 "cost", "staleness", "faults", "goodput_samples_per_s", "slo_attainment",
-                "profiles", "wall_s", "events"}
+                "attempts", "profiles", "wall_s", "events"}
 
 
 def test_run_writes_outputs(tmp_path, monkeypatch, capsys):
