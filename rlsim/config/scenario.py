@@ -107,6 +107,12 @@ class RolloutConfig(_Frozen):
     gpu_memory_utilization: float = Field(
         default=0.9, gt=0, le=1, description="Fraction of GPU memory the engine may use."
     )
+    prefix_caching: bool = Field(
+        default=False,
+        description="Keep finished contexts in the free KV cache (LRU) so the next turn of a "
+        "multi-turn trajectory prefills only its new tokens (vLLM automatic prefix "
+        "caching); evicted contexts are recomputed.",
+    )
 
 
 class TrainConfig(_Frozen):

@@ -121,7 +121,8 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
             "gpu_memory_utilization, or lower workload.max_response_len")
     engines = [
         RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
-                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name, r.tp)
+                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name, r.tp,
+                      r.prefix_caching)
         for i in range(place.engines)
     ]
     t = scenario.train
@@ -186,7 +187,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                                        "rollout.tp", reserved)
             built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
                                    r.max_batched_tokens, recorder, scenario.engine_mode,
-                                   rpool.name, tp)
+                                   rpool.name, tp, r.prefix_caching)
                      for i in range(place.rollout_gpus // tp)]
             _record_entities(recorder, built, [], None, None, None, None)
             layouts[tp] = (built, cost)

@@ -3,7 +3,9 @@
 Owns the batch of one engine: FCFS admission at iteration boundaries under a cap on running
 sequences and a KV-cache capacity in tokens, chunked prefill under a per-iteration token
 budget, preemption by recompute (most recently admitted first) when KV runs out, abort that
-returns partial tokens, and add-with-prefix (a retained prefix is re-prefilled).
+returns partial tokens, add-with-prefix (a retained prefix is re-prefilled), and an
+optional prefix cache (finished contexts kept in free KV, LRU-evicted, so a later request
+with the same cache key prefills only its new tokens).
 
 Events only when something changes. All decoding sequences advance together, so the engine
 keeps one decode clock: a decoding sequence's generated count is `clock - base`, the KV of all
@@ -20,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -59,6 +61,9 @@ class Request:
     prefix_tokens: int = 0
     on_done: Callable[[Request], None] | None = None
     tag: Any = None
+    cache_key: Any = None
+    """With prefix caching: the context this request extends (e.g. its trajectory). A hit
+    skips the prefill of the cached tokens; the finished context is cached under it."""
     # Filled in by the engine.
     status: str = "new"  # waiting | prefill | decode | finished | aborted
     generated: int = 0
@@ -69,6 +74,7 @@ class Request:
     engine: str = ""
     _prefill_left: int = 0
     _prefill_done: int = 0
+    _cached: int = 0  # prompt tokens found in the prefix cache at submit
     _base: int = 0  # decode clock minus generated tokens, while decoding
     _order: int = 0
 
@@ -95,6 +101,7 @@ class RolloutEngine:
         mode: str = "skip",
         pool: str = "",
         gpus: int = 1,
+        prefix_caching: bool = False,
     ) -> None:
         if mode not in ("skip", "iteration"):
             raise ValueError(f"unknown engine mode {mode!r}")
@@ -143,6 +150,16 @@ class RolloutEngine:
         self.iterations = 0
         self.preemptions = 0
         self.finished = 0
+        # Prefix cache (vLLM automatic prefix caching): finished contexts by cache key, least
+        # recently used first. It holds only KV the running sequences leave free, so entries
+        # are evicted (LRU) whenever it outgrows that; the check runs at each submit, admit
+        # and finish, not inside a stretch of decode iterations (documented approximation).
+        self.prefix_caching = prefix_caching
+        self._cache: OrderedDict[Any, int] = OrderedDict()
+        self._cached_total = 0
+        self.cache_hit_tokens = 0
+        self.cache_lookups = 0
+        self.cache_hits = 0
         self.process = env.process(self._run())
 
     # ------------------------------------------------------------------ public API
@@ -170,6 +187,16 @@ class RolloutEngine:
                 f"more than engine {self.name} holds ({self.kv_capacity})")
         req.status = "waiting"
         req.generated = req.prefix_tokens
+        req._cached = 0
+        if self.prefix_caching and req.cache_key is not None:
+            self._evict()
+            self.cache_lookups += 1
+            hit = self._cache.pop(req.cache_key, 0)
+            if hit:
+                self._cached_total -= hit
+                req._cached = min(hit, req.prompt_tokens)
+                self.cache_hits += 1
+                self.cache_hit_tokens += req._cached
         req.t_submit = self.env.now
         req.engine = self.name
         self.waiting.append(req)
@@ -269,12 +296,18 @@ class RolloutEngine:
                 break
             self.waiting.popleft()
             r.status = "prefill"
-            r._prefill_left = need
-            r._prefill_done = 0
+            # Cached prompt tokens are attended to but not computed again; a hit is used
+            # once (a preempted sequence recomputes everything).
+            cached = min(r._cached, need - 1)
+            r._cached = 0
+            r._prefill_left = need - cached
+            r._prefill_done = cached
             self._order += 1
             r._order = self._order
             self._kv_prefill += need + 1  # the prompt plus the token its prefill samples
             self.prefilling[r.rid] = r
+        if self._cache:
+            self._evict()
 
     def _join_decode(self, r: Request) -> None:
         r.status = "decode"
@@ -404,8 +437,23 @@ class RolloutEngine:
             self._busy_requests += 1
             self._busy_tokens += r.output_tokens - r.prefix_tokens
             self._emit_request(r)
+            if self.prefix_caching and r.cache_key is not None:
+                self._cache_put(r.cache_key, r.prompt_tokens + r.generated)
             if r.on_done is not None:
                 r.on_done(r)
+
+    def _cache_put(self, key: Any, tokens: int) -> None:
+        old = self._cache.pop(key, 0)
+        self._cache[key] = tokens
+        self._cached_total += tokens - old
+        self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used entries until the cache fits the free KV."""
+        free = max(0, self.kv_capacity - self.kv_used)
+        while self._cached_total > free and self._cache:
+            _, tokens = self._cache.popitem(last=False)
+            self._cached_total -= tokens
 
     def _emit_request(self, r: Request) -> None:
         if self.recorder.per_request:

@@ -188,7 +188,7 @@ class _AsyncRun:
         ph = self.ph
         turn = s.turns[s.turn]
         req = Request(ph.next_rid(), s.context, turn.response_tokens, prefix_tokens=prefix,
-                      on_done=self._done, tag=s.group.prompt_id)
+                      on_done=self._done, tag=s.group.prompt_id, cache_key=(id(s), s.attempt))
         self.live[req.rid] = s
         s.request = req
         if s.engine is None:

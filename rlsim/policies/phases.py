@@ -95,7 +95,7 @@ class _Trajectory:
         self.turn += 1
         self.engine.submit(Request(self.next_rid(), self.context,
                                    self.turns[self.turn].response_tokens,
-                                   on_done=self.turn_done, tag=self.prompt_id))
+                                   on_done=self.turn_done, tag=self.prompt_id, cache_key=self))
 
 
 def _submit_later(engine: RolloutEngine, req: Request) -> Callable[[simpy.Event], None]:
@@ -175,9 +175,10 @@ class Phases:
                     req.on_done = barrier.arrive
                 else:
                     # A multi-turn sample keeps its engine for every turn.
-                    req.on_done = _Trajectory(
+                    traj = _Trajectory(
                         req.tag, req.prompt_tokens, sample_turns, rewards.get(req.rid), version,
-                        engine, self.c.env_pool, self.next_rid, barrier.arrive).turn_done
+                        engine, self.c.env_pool, self.next_rid, barrier.arrive)
+                    req.on_done, req.cache_key = traj.turn_done, traj
                 reset = resets.get(req.rid)
                 if reset is None:
                     engine.submit(req)
@@ -225,7 +226,7 @@ class Phases:
             barrier = Barrier(env, len(active))
             for i in active:
                 req = Request(self.next_rid(), context[i], trajs[i][2][turn].response_tokens,
-                              tag=i, on_done=barrier.arrive)
+                              tag=i, on_done=barrier.arrive, cache_key=(t0, i))
                 engine_of[i].submit(req)
             done: list[Request] = yield barrier.done
             going = []

@@ -210,3 +210,45 @@ def test_gauges_record_queue_depths_and_kv(toy_cost):
     assert max(series["running"]) == 4 and max(series["waiting"]) == 6
     assert all(s[0] == 0 and s[-1] == 0 for s in series.values())
     assert 0 < max(series["kv_tokens"]) <= 50_000
+
+
+def _two_turns(caching: bool, kv: int = 10**7, others: int = 0, env_s: float = 0.0):
+    """One trajectory: turn 1 (prompt 4000, 10 tokens), an environment step of `env_s`,
+    then turn 2 whose prompt is that context plus 100 new tokens; `others` single requests
+    of 3500 + 500 tokens share the engine from the start (to fill the KV)."""
+    env = simpy.Environment()
+    cost = ToyCost(p=1e-4)
+    eng = RolloutEngine(env, "e0", cost, kv, 256, 8192, Recorder("phase"),
+                        prefix_caching=caching)
+    key = object()
+    times: dict[str, float] = {}
+
+    def second(r: Request) -> None:
+        times["turn1"] = env.now
+        nxt = Request(2, r.prompt_tokens + r.generated + 100, 10, cache_key=key,
+                      on_done=lambda _r: times.setdefault("turn2", env.now))
+        env.timeout(env_s).callbacks.append(lambda _e: eng.submit(nxt))
+
+    eng.submit(Request(1, 4000, 10, cache_key=key, on_done=second))
+    for i in range(others):
+        eng.submit(Request(10 + i, 3500, 500))
+    env.run(until=1000)
+    return eng, times
+
+
+def test_prefix_cache_prefills_only_the_new_tokens_of_a_turn():
+    plain, t_plain = _two_turns(False)
+    cached, t_cached = _two_turns(True)
+    # turn 1 looks up and misses, turn 2 hits its whole first context
+    assert (cached.cache_lookups, cached.cache_hits, cached.cache_hit_tokens) == (2, 1, 4010)
+    assert plain.cache_lookups == 0
+    # turn 2 prefills 4110 tokens without the cache and 100 with it: 4010 x p less
+    saved = (t_plain["turn2"] - t_plain["turn1"]) - (t_cached["turn2"] - t_cached["turn1"])
+    assert saved == pytest.approx(4010 * 1e-4, rel=1e-6)
+
+
+def test_prefix_cache_lives_in_free_kv_and_is_evicted_first():
+    # While the environment steps, a queued sequence takes the KV the cached context used
+    eng, _ = _two_turns(True, kv=20_000, others=6, env_s=1.0)
+    assert eng.cache_lookups == 2 and eng.cache_hits == 0
+    assert eng._cached_total <= max(0, eng.kv_capacity - eng.kv_used)

@@ -50,11 +50,13 @@ AGENTIC = {"turns": {"dist": "lognormal", "median": 3, "sigma": 0.7}, "max_turns
 @given(alpha=st.integers(0, 4), partial=st.booleans(), prompts=st.integers(1, 8),
        samples=st.integers(1, 4), sigma=st.floats(0.1, 1.5), max_seqs=st.integers(1, 64),
        steps=st.integers(1, 7), seed=st.integers(0, 20), agentic=st.booleans(),
-       extra_groups=st.integers(0, 3), extra_per_group=st.integers(0, 2))
+       extra_groups=st.integers(0, 3), extra_per_group=st.integers(0, 2),
+       caching=st.booleans())
 def test_staleness_bound_and_exactly_once(alpha, partial, prompts, samples, sigma, max_seqs,
-                                          steps, seed, agentic, extra_groups, extra_per_group):
+                                          steps, seed, agentic, extra_groups, extra_per_group,
+                                          caching):
     res = _run(alpha, partial, extra_groups, extra_per_group, steps=steps, seed=seed,
-               workload__prompts_per_step=prompts,
+               rollout__prefix_caching=caching, workload__prompts_per_step=prompts,
                workload__samples_per_prompt=samples, rollout__max_running_seqs=max_seqs,
                workload__response_len={"dist": "lognormal", "median": 200, "sigma": sigma},
                **({"workload__agentic": AGENTIC, "env": {"workers": 4}} if agentic else {}))
