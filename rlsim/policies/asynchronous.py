@@ -39,6 +39,7 @@ disaggregated `sync` (which routes by contiguous chunks instead).
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -150,9 +151,16 @@ class _AsyncRun:
                 reset = g.reset_s[j] if g.reset_s is not None else 0.0
                 group.slots.append(_Slot(group, slot, turns, reset))
                 slot += 1
+        # Least-loaded dispatch of the whole batch from one heap of the engines' loads (a
+        # scan of every engine per trajectory costs O(engines) each on large clusters).
+        engines = self.ph.c.engines
+        heap = [(e.load, i) for i, e in enumerate(engines)]
+        heapq.heapify(heap)
         for group in batch.groups:
             for s in group.slots:
-                self._start(s)
+                load, i = heapq.heappop(heap)
+                heapq.heappush(heap, (load + 1, i))
+                self._start(s, engines[i])
 
     def _end(self, s: _Slot, how: str) -> None:
         """Count how the slot's current attempt ended (once)."""
@@ -161,13 +169,14 @@ class _AsyncRun:
         s.ended = True
         self.outcomes[how] += 1
 
-    def _start(self, s: _Slot) -> None:
-        """A fresh attempt on the current weights: reset the environment, then turn 0."""
+    def _start(self, s: _Slot, engine: RolloutEngine | None = None) -> None:
+        """A fresh attempt on the current weights: reset the environment, then turn 0 on
+        `engine` (default: the least-loaded one when the turn is submitted)."""
         self.attempts += 1
         s.ended = False
         s.attempt += 1
         s.version, s.turn, s.context = self.published, 0, s.group.prompt_tokens
-        s.engine, s.request, s.done = None, None, False
+        s.engine, s.request, s.done = engine, None, False
         attempt = s.attempt
         if s.reset_s > 0:
             self.ph.c.env_pool.run(s.reset_s).callbacks.append(
