@@ -540,8 +540,9 @@ def list_(what: Annotated[str, typer.Argument(
     elif what == "policies":
         from rlsim.policies import POLICIES
 
+        width = max(len(name) for name in POLICIES)
         for name, (_, doc) in POLICIES.items():
-            typer.echo(f"{name:10s} {doc}")
+            typer.echo(f"{name:{width}s}  {doc}")
     elif what == "scenarios":
         for p in sorted(_scenario_dir().rglob("*.yaml")):
             typer.echo(str(p))
