@@ -26,3 +26,26 @@ def test_pair_shares_model_workload_and_gpus_and_runs(sync, async_):
     for sc in (a, b):
         res = simulate(sc, base)
         assert res.summary["steps"] == 2
+
+
+def test_report_tables_are_computed_from_the_runs():
+    """make_report.py's markdown on fake runs: speedup = sync step / async step, error
+    against the target, the GPU and alpha sweeps and the staleness histogram."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("rollflash_report", DIR / "make_report.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["rollflash_report"] = mod  # its dataclass looks its module up there
+    spec.loader.exec_module(mod)
+    phases = dict.fromkeys(("gen", "reward", "ref", "train", "weight_sync", "switch"), 1.0)
+    results = {job: mod.Run(100.0 if job[0].endswith("sync") and "async" not in job[0]
+                            else 40.0, phases, {0: 6, 1: 2},
+                            {"trained": 8, "stale": 3, "cancelled": 1, "leftover": 2})
+               for job in mod.jobs()}
+    text = mod.markdown(results)
+    assert "| RLVR, 128 GPUs | 100.0 | 40.0 | 2.50x | 2.24x |" in text
+    assert "| 16 | 100.0 | 40.0 | 2.50x |" in text
+    assert "| 2 | 40.0 | 2.50x | 0.25 | 3 |" in text
+    assert "| 0: 6, 1: 2 | 8 / 3 / 1 / 2 |" in text
