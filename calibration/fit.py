@@ -487,6 +487,8 @@ class _Fit:
         self._base: Profile | None = None
         self.notes: list[str] = []
         self.fit_error: dict[str, float] = {}
+        # Documented defaults rescaled to the normalized device (still defaults, not fits).
+        self.scaled_defaults: set[str] = set()
         # Reference rates: absolute rates are fitted as efficiencies relative to these and
         # renormalized at the end (`_normalized`).
         self.ref_flops = self._best_gemm_flops()
@@ -768,7 +770,7 @@ class _Fit:
             self.consts[overhead_name] = overhead
 
     def fitted(self, name: str) -> bool:
-        return name in self.consts
+        return name in self.consts and name not in self.scaled_defaults
 
     def collectives(self) -> None:
         """Ring latency and bus bandwidth, on the all-reduce and all-gather grids together
@@ -870,6 +872,12 @@ def _normalized(fit: _Fit) -> tuple[Profile, GpuSpec]:
     fit.ref_flops *= flop_scale
     if "hbm_efficiency" not in c:
         c["hbm_efficiency"] = min(1.0, 1.0 / bw_scale)
+    # A documented default that no benchmark measured (train_mfu without a train_step
+    # point) is a fraction of the reference peak (the best measured GEMM); the device peak
+    # just grew by flop_scale, so the default shrinks by it to keep the same FLOP/s.
+    if "train_mfu" not in c:
+        c["train_mfu"] = Profile.model_fields["train_mfu"].default / flop_scale
+        fit.scaled_defaults.add("train_mfu")
     device = fit.device()
     fit.consts = c
     base = fit.profile().model_dump()
@@ -993,7 +1001,9 @@ def fit_profile(ms: MeasurementSet, holdout_fraction: float = 0.25,
     provenance = (
         f"calibrated on {d.host} {d.name} with torch {d.torch_version} on {d.created} "
         f"({mode}) by calibration.fit; constants no benchmark measured "
-        f"({', '.join(defaults)}) are the documented defaults of docs/cost-model.md."
+        f"({', '.join(defaults)}) are the documented defaults of docs/cost-model.md"
+        + (" (train_mfu as that fraction of the best measured GEMM rate)."
+           if "train_mfu" in fit.scaled_defaults else ".")
     )
     prof = prof.model_copy(update={
         "provenance": provenance, "fit_error": fit_error, "held_back_error": held,

@@ -166,3 +166,10 @@ def synthetic_set(noise: float = 0.03, seed: int = 0, quick: bool = True,
                         torch_version="0.0-synthetic", host="testhost", dtype="float32",
                         created="2025-01-01T00:00:00Z")
     return MeasurementSet(device=device, quick=quick, measurements=out)
+
+
+def best_gemm_flops(ms: MeasurementSet) -> float:
+    """The fastest GEMM rate among the measurements, FLOP/s: the reference peak a fitted
+    profile's documented-default efficiencies are fractions of."""
+    return max(2.0 * m.params["m"] * m.params["n"] * m.params["k"] / m.median_s
+               for m in ms.measurements if m.bench == "gemm")

@@ -25,6 +25,7 @@ from tests.calibration.synthetic import (
     DIMS,
     TRUE_DEVICE,
     TRUE_PROFILE,
+    best_gemm_flops,
     grids,
     synthetic_set,
 )
@@ -173,12 +174,17 @@ def test_profile_records_everything(synthetic: tuple[MeasurementSet, Profile, Re
 
 def test_whole_step_stages_need_their_benchmarks(
         synthetic: tuple[MeasurementSet, Profile, Report]) -> None:
-    """No engine or trainer points: those constants keep the documented defaults."""
-    _, prof, report = synthetic
-    for name in ("decode_overhead_s", "decode_overhead_per_seq_s", "train_mfu",
+    """No engine or trainer points: those constants keep the documented defaults (train_mfu
+    as a fraction of the best measured GEMM rate, whatever peak the device is normalized to)."""
+    ms, prof, report = synthetic
+    for name in ("decode_overhead_s", "decode_overhead_per_seq_s",
                  "train_step_overhead_s", "forward_mfu", "forward_overhead_s"):
         assert getattr(prof, name) == Profile.model_fields[name].default, name
         assert name in prof.provenance
+    assert "train_mfu" in prof.provenance
+    assert prof.device is not None
+    assert prof.train_mfu * prof.device.bf16_tflops * 1e12 == pytest.approx(
+        Profile.model_fields["train_mfu"].default * best_gemm_flops(ms), rel=0.1)
     assert not {"engine_decode", "engine_prefill", "train_step", "forward"} & set(report)
 
 

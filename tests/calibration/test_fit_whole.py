@@ -23,6 +23,7 @@ from tests.calibration.synthetic import (
     TRUE_DEVICE,
     TRUE_PROFILE,
     WHOLE_BENCHES,
+    best_gemm_flops,
     true_time,
     whole_grids,
 )
@@ -203,8 +204,12 @@ def test_only_engine_points_leave_trainer_defaults() -> None:
     ms = make_set(noise=0.0, seed=1, whole=True)
     kept = [m for m in ms.measurements if m.bench not in TRAINER_BENCHES]
     prof, report = fit_profile(ms.model_copy(update={"measurements": kept}))
-    for name in ("train_mfu", "train_step_overhead_s", "forward_mfu", "forward_overhead_s"):
+    for name in ("train_step_overhead_s", "forward_mfu", "forward_overhead_s"):
         assert getattr(prof, name) == DEFAULTS[name], name
         assert name in prof.provenance
+    # the default MFU is a fraction of the best measured GEMM rate, not of the normalized peak
+    assert prof.device is not None
+    assert prof.train_mfu * prof.device.bf16_tflops * 1e12 == pytest.approx(
+        DEFAULTS["train_mfu"] * best_gemm_flops(ms), rel=0.1)
     assert prof.decode_overhead_s == pytest.approx(TRUE_PROFILE.decode_overhead_s, rel=0.02)
     assert not set(TRAINER_BENCHES) & set(report)
