@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -49,3 +52,14 @@ def write(tmp: Path, data: Any, name: str = "s.yaml") -> Path:
     path = tmp / name
     path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
     return path
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import a script that is not in a package (a scenario folder's make_report.py) as
+    module `name`, registered in sys.modules so its dataclasses can find it."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -9,6 +9,7 @@ import pytest
 
 from rlsim.api import simulate
 from rlsim.config.loading import load_scenario
+from tests.scenarios import load_script
 
 DIR = Path(__file__).resolve().parents[2] / "scenarios" / "rollflash"
 PAIRS = [("rlvr-qwen3-8b-128gpu-sync", "rlvr-qwen3-8b-128gpu-async"),
@@ -31,14 +32,7 @@ def test_pair_shares_model_workload_and_gpus_and_runs(sync, async_):
 def test_report_tables_are_computed_from_the_runs():
     """make_report.py's markdown on fake runs: speedup = sync step / async step, error
     against the target, the GPU and alpha sweeps and the staleness histogram."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("rollflash_report", DIR / "make_report.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["rollflash_report"] = mod  # its dataclass looks its module up there
-    spec.loader.exec_module(mod)
+    mod = load_script(DIR / "make_report.py", "rollflash_report")
     phases = dict.fromkeys(("gen", "reward", "ref", "train", "weight_sync", "switch"), 1.0)
     results = {job: mod.Run(100.0 if job[0].endswith("sync") and "async" not in job[0]
                             else 40.0, phases, {0: 6, 1: 2},

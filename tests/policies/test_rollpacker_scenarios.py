@@ -11,6 +11,7 @@ import pytest
 from rlsim.api import simulate
 from rlsim.config.loading import load_scenario
 from rlsim.workload.distributions import load_length_file
+from tests.scenarios import load_script
 
 DIR = Path(__file__).resolve().parents[2] / "scenarios" / "rollpacker"
 PAIRS = ["qwen2.5-7b-8k", "qwen2.5-14b-16k", "qwen2.5-32b-32k"]
@@ -44,14 +45,7 @@ def test_length_files_match_the_papers_statistics(label, cap):
 def test_report_tables_are_computed_from_the_runs():
     """make_report.py's markdown: speedup = veRL step / RollPacker step, error against the
     paper's Table 2, every gap above 10% listed (fake runs, so no simulation here)."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("make_report", DIR / "make_report.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["make_report"] = mod  # its dataclass looks its module up there
-    spec.loader.exec_module(mod)
+    mod = load_script(DIR / "make_report.py", "make_report")
     phases = dict.fromkeys(("gen", "reward", "ref", "train", "switch", "weight_sync"), 1.0)
     rounds = {"short": {"step": 40.0, "gen": 10.0, "ref": 5.0, "train": 15.0},
               "long": {"step": 90.0, "gen": 80.0}}
@@ -72,13 +66,7 @@ def test_report_tables_are_computed_from_the_runs():
 def test_calibrated_trainer_gives_the_papers_train_share():
     """calibrate_train.py's claim: with the committed train.mfu, veRL 14B/16k spends 22%
     (+-1 point) of its step outside rollout and reward, as [P Table 1]."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("calibrate_train",
-                                                  DIR / "calibrate_train.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(DIR / "calibrate_train.py", "calibrate_train")
     mfus = {load_scenario(DIR / f"{s}-{k}.yaml")[0].train.mfu
             for s in ("verl", "rollpacker") for k in PAIRS}
     assert mfus == {0.13}  # one value for all six scenarios
