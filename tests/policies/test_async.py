@@ -117,3 +117,14 @@ def test_async_needs_separate_gpus():
     data = tiny(policy={"name": "async", "placement": "colocated"})
     with pytest.raises(ScenarioError, match=r"policy\.placement"):
         scenario_from_dict(data)
+
+
+def test_same_scenario_and_seed_give_identical_runs():
+    kw = dict(steps=4, workload__agentic=AGENTIC, env={"workers": 4},
+              rollout__prefix_caching=True)
+    a, b = (_run(2, True, 1, 1, **kw) for _ in range(2))
+    strip = ("wall_s",)
+    assert {k: v for k, v in a.summary.items() if k not in strip} == \
+        {k: v for k, v in b.summary.items() if k not in strip}
+    assert [(s.track, s.name, s.t0, s.t1) for s in a.recorder.spans] == \
+        [(s.track, s.name, s.t0, s.t1) for s in b.recorder.spans]
