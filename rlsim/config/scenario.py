@@ -348,6 +348,12 @@ class AsyncConfig(_Frozen):
         description="Redundant environments: samples launched per group beyond "
         "samples_per_prompt; a group is complete at its first samples_per_prompt, the rest "
         "are cancelled (ROLL's group_size_redundancy).")
+    routing: Literal["per_sample", "per_prompt"] = Field(
+        default="per_sample",
+        description="per_sample: every sample to the least-loaded engine (prompt "
+        "replication); per_prompt: a prompt's whole group to the least-loaded engine, as "
+        "ROLL's async RLVR code does. A sample that starts over goes to the least-loaded "
+        "engine either way.")
     partial_rollout: bool = Field(
         default=True,
         description="At a weight update, abort the requests in flight and resume them on the "

@@ -156,10 +156,15 @@ class _AsyncRun:
         engines = self.ph.c.engines
         heap = [(e.load, i) for i, e in enumerate(engines)]
         heapq.heapify(heap)
+        per_prompt = self.cfg.routing == "per_prompt"
         for group in batch.groups:
-            for s in group.slots:
+            if per_prompt:  # the whole group on one engine (ROLL's async RLVR [C])
                 load, i = heapq.heappop(heap)
-                heapq.heappush(heap, (load + 1, i))
+                heapq.heappush(heap, (load + len(group.slots), i))
+            for s in group.slots:
+                if not per_prompt:
+                    load, i = heapq.heappop(heap)
+                    heapq.heappush(heap, (load + 1, i))
                 self._start(s, engines[i])
 
     def _end(self, s: _Slot, how: str) -> None:

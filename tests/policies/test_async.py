@@ -128,3 +128,28 @@ def test_same_scenario_and_seed_give_identical_runs():
         {k: v for k, v in b.summary.items() if k not in strip}
     assert [(s.track, s.name, s.t0, s.t1) for s in a.recorder.spans] == \
         [(s.track, s.name, s.t0, s.t1) for s in b.recorder.spans]
+
+
+@pytest.mark.parametrize("routing", ["per_sample", "per_prompt"])
+def test_routing_spreads_samples_or_keeps_each_group_on_one_engine(routing, monkeypatch):
+    from rlsim.policies import asynchronous
+
+    placed: list[tuple[int, str]] = []
+    start = asynchronous._AsyncRun._start
+
+    def record(self, s, engine=None):
+        if engine is not None:
+            placed.append((s.group.prompt_id, engine.name))
+        start(self, s, engine)
+
+    monkeypatch.setattr(asynchronous._AsyncRun, "_start", record)
+    _run(1, steps=1, workload__prompts_per_step=6, workload__samples_per_prompt=4,
+         policy__asynchronous__routing=routing)
+    by_prompt: dict[int, set[str]] = {}
+    for pid, name in placed:
+        by_prompt.setdefault(pid, set()).add(name)
+    assert len(by_prompt) == 12  # two batches of 6 prompts were launched
+    if routing == "per_prompt":
+        assert all(len(names) == 1 for names in by_prompt.values())
+    else:  # 8 engines, 4 samples per prompt: a group spreads over 4 of them
+        assert all(len(names) == 4 for names in by_prompt.values())
