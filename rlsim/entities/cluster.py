@@ -195,7 +195,8 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
 
     return Cluster(env, recorder, scenario, place, model, engines, engine_cost, trainer,
                    train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool,
-                   judge_cost.warm_start_s() if isinstance(judge_cost, InferenceCost) else 0.0,
+                   judge_cost.warm_start_s() if isinstance(judge_cost, InferenceCost)
+                   and jc is not None and jc.placement == "time_shared" else 0.0,
                    engines_at)
 
 

@@ -303,8 +303,16 @@ class Phases:
         """Per-sample reward latencies of a step, from the reward stream (same for all
         policies): lognormal around the median, or the timeout for the `hang_fraction` of
         runs that never finish, cut at the timeout for sandboxes."""
-        lat = self.task_reward_latencies(step, [None] * n)
-        return np.array(lat, dtype=float)
+        # Vectorised (a step can score thousands of samples); the same draws as
+        # task_reward_latencies gives an untasked workload.
+        cfg = self.c.scenario.reward
+        seed = self.c.scenario.seed
+        draw = rng(seed, "reward", step).standard_normal(n)
+        lat = np.minimum(cfg.latency.median * np.exp(cfg.latency.sigma * draw), cfg.timeout)
+        if cfg.latency.hang_fraction:
+            lat[rng(seed, "reward-hang", step).random(n) < cfg.latency.hang_fraction] = \
+                cfg.timeout
+        return lat
 
     def task_reward_latencies(self, step: int,
                               tasks: Sequence[str | None]) -> list[float | None]:
