@@ -92,12 +92,10 @@ def _fewer_gc_passes() -> Iterator[None]:
 
 
 def _check_recorded(scenario: Scenario, workload: Workload, kv_capacity: int) -> None:
-    """Recorded rollouts must cover the run's steps, and their longest multi-turn context
-    must fit one engine's KV cache (single-turn lengths are bounded by the caps already)."""
+    """Recorded rollouts must cover the run's steps, and the longest recorded multi-turn
+    context must fit one engine's KV cache (single-turn lengths are bounded by the caps)."""
     recorded = workload.recorded_steps
-    if recorded is None:
-        return
-    if scenario.steps > recorded:
+    if recorded is not None and scenario.steps > recorded:
         raise ScenarioError("steps", f"the recorded rollouts have {recorded} steps but steps is "
                             f"{scenario.steps}; set steps to at most {recorded}")
     longest = workload.longest_sequence_tokens(scenario.steps) or 0

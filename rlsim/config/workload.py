@@ -140,28 +140,33 @@ class TraceConfig(_Frozen):
 
     path: Path = Field(
         description="polytrace: a PolyTrace directory (its packed_lengths_step_*.jsonl files "
-        "are read in step order) or one packed_lengths_step_*.jsonl file; rollouts: one "
-        ".jsonl file of recorded rollouts. Relative paths are resolved against the scenario "
-        "file's directory."
+        "are read in step order) or one packed_lengths_step_*.jsonl file; "
+        "polytrace_multiturn: a PolyTrace multi-turn directory (multiturn_workload_step_*"
+        ".jsonl, e.g. Search-R1) or one such file; rollouts: one .jsonl file of recorded "
+        "rollouts. Relative paths are resolved against the scenario file's directory."
     )
-    format: Literal["polytrace", "rollouts"] = Field(
+    format: Literal["polytrace", "polytrace_multiturn", "rollouts"] = Field(
         default="polytrace",
-        description="Trace format: polytrace packed lengths (JSON lines), or rollouts: the "
-        "per-sample, possibly multi-turn rollouts of a live run with measured environment-step "
-        "and reward latencies (JSON lines, one prompt group per line; docs/workload.md). "
-        "Rollouts replay step k's recorded groups at step k.",
+        description="Trace format: polytrace packed lengths (JSON lines); "
+        "polytrace_multiturn: PolyTrace's agentic multi-turn samples (each turn's generated "
+        "tokens, tool latencies and appended observation tokens), replayed as trajectories "
+        "by prompt group like polytrace prompts; or rollouts: the per-sample, possibly "
+        "multi-turn rollouts of a live run with measured environment-step and reward "
+        "latencies (JSON lines, one prompt group per line; docs/workload.md). Rollouts "
+        "replay step k's recorded groups at step k.",
     )
     order: Literal["sequential", "shuffle"] = Field(
         default="sequential",
-        description="sequential: prompts in file order, files in step order, cycling; "
-        "shuffle: each prompt drawn with replacement from the pooled trace by the workload RNG. "
+        description="sequential: prompts (prompt groups for polytrace_multiturn) in file "
+        "order, files in step order, cycling; shuffle: each drawn with replacement from the "
+        "pooled trace by the workload RNG. "
         "Rollouts are always replayed step by step (sequential).",
     )
     scale_response: float = Field(
         default=1.0, gt=0,
         description="Multiplier on every replayed response length (before the cap; each "
-        "turn's response for rollouts), for what-if studies such as a model that reasons "
-        "twice as long.",
+        "turn's response for rollouts and polytrace_multiturn), for what-if studies such as "
+        "a model that reasons twice as long.",
     )
 
     @model_validator(mode="after")

@@ -34,6 +34,7 @@ from rlsim.workload.distributions import (
     to_tokens,
 )
 from rlsim.workload.groups import PromptGroup, Turn
+from rlsim.workload.multiturn import read_multiturn
 from rlsim.workload.polytrace import read_polytrace
 from rlsim.workload.rng import keyed_stream
 from rlsim.workload.rollouts import RecordedGroup, read_rollouts
@@ -95,10 +96,14 @@ class Workload:
         self._prompt_q: Quantile | None = None
         self._response_q: Quantile | None = None
         self._rollouts: list[list[_Replayed]] | None = None
+        self._pool: list[_Replayed] | None = None  # polytrace_multiturn prompt groups
+        self.skipped_groups = 0  # polytrace_multiturn groups with too few samples
         self._task_q: list[Quantile] = []
         self._agentic_q: dict[str, Quantile] = {}
         if cfg.trace is not None and cfg.trace.format == "rollouts":
             self._load_rollouts(resolve_path(cfg.trace.path, base_dir))
+        elif cfg.trace is not None and cfg.trace.format == "polytrace_multiturn":
+            self._load_multiturn(resolve_path(cfg.trace.path, base_dir))
         elif cfg.trace is not None:
             self._load_trace(resolve_path(cfg.trace.path, base_dir))
         else:
@@ -122,6 +127,8 @@ class Workload:
         """Training prompts in the replayed trace, or None for a synthetic workload."""
         if self._rollouts is not None:
             return sum(len(groups) for groups in self._rollouts)
+        if self._pool is not None:
+            return len(self._pool)
         tokens = self._trace_prompt_tokens
         return None if tokens is None else int(tokens.size)
 
@@ -129,6 +136,8 @@ class Workload:
     def max_samples_per_prompt(self) -> int | None:
         """The most responses a prompt can have (a trace records a fixed number per prompt),
         or None when any number can be drawn."""
+        if self._pool is not None:
+            return min(len(g.trajectory_tokens) for g in self._pool)
         traced = self._trace_response_tokens
         return None if traced is None else int(traced.shape[1])
 
@@ -138,11 +147,14 @@ class Workload:
         return None if self._rollouts is None else len(self._rollouts)
 
     def longest_sequence_tokens(self, steps: int) -> int | None:
-        """Recorded rollouts only: the longest prompt + trajectory (the context of a sample's
-        last turn) over the first `steps` steps' default batches; None otherwise."""
+        """Recorded trajectories only: the longest prompt + trajectory (the context of a
+        sample's last turn) over the first `steps` steps' default batches of recorded
+        rollouts, or over the whole multi-turn trace; None otherwise."""
+        s = self.cfg.samples_per_prompt
+        if self._pool is not None:
+            return max(g.prompt_tokens + t for g in self._pool for t in g.trajectory_tokens[:s])
         if self._rollouts is None:
             return None
-        s = self.cfg.samples_per_prompt
         return max(
             (g.prompt_tokens + t for groups in self._rollouts[:steps] for g in groups
              for t in g.trajectory_tokens[:s]),
@@ -164,6 +176,8 @@ class Workload:
         self._check_request(step, n, s)
         if n == 0:
             return []
+        if self._pool is not None:
+            return self._replay_pool(step, n, s)
         if self._agentic_q:
             return self._agentic(step, n, s)
         if self._trace_response_tokens is not None:
@@ -217,10 +231,10 @@ class Workload:
             raise ValueError(f"n_prompts must be in [0, {PROMPT_ID_STRIDE}], got {n}")
         if s < 1:
             raise ValueError(f"n_samples must be >= 1, got {s}")
-        traced = self._trace_response_tokens
-        if traced is not None and s > traced.shape[1]:
+        most = self.max_samples_per_prompt
+        if most is not None and s > most:
             raise ValueError(
-                f"n_samples={s} exceeds the {traced.shape[1]} responses per prompt that every "
+                f"n_samples={s} exceeds the {most} responses per prompt that every "
                 "prompt of the trace has"
             )
 
@@ -320,19 +334,41 @@ class Workload:
                 reset_s=None if reset is None else tuple(float(x) for x in reset[i])))
         return out
 
-    def _replay(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
+    def _rows(self, step: int, n: int, size: int) -> IntArray:
+        """Which of a trace's `size` prompts step `step`'s first n prompts replay."""
         trace = self.cfg.trace
-        tokens, responses = self._trace_prompt_tokens, self._trace_response_tokens
-        assert trace is not None and tokens is not None and responses is not None
-        size = tokens.size
+        assert trace is not None
         if trace.order == "sequential":
             # Step k starts where step k-1's regular batch ended, whatever was over-provisioned,
             # so extra prompts of step k are the first prompts of step k+1.
-            rows = (step * self.cfg.prompts_per_step + np.arange(n)) % size
-        else:
-            _, _, pick = self._prompt_draws(step, n)
-            rows = np.minimum((pick * size).astype(np.int64), size - 1)
+            return (step * self.cfg.prompts_per_step + np.arange(n)) % size
+        _, _, pick = self._prompt_draws(step, n)
+        return np.minimum((pick * size).astype(np.int64), size - 1)
+
+    def _replay(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
+        tokens, responses = self._trace_prompt_tokens, self._trace_response_tokens
+        assert tokens is not None and responses is not None
+        rows = self._rows(step, n, tokens.size)
         return tokens[rows], responses[rows, :s]
+
+    def _replay_pool(self, step: int, n: int, s: int) -> list[PromptGroup]:
+        pool = self._pool
+        assert pool is not None
+        cap, first_id = self.cfg.max_response_len, step * PROMPT_ID_STRIDE
+        return [
+            PromptGroup(first_id + i, g.prompt_tokens, g.trajectory_tokens[:s], cap, g.turns[:s])
+            for i, g in enumerate(pool[row] for row in self._rows(step, n, len(pool)).tolist())
+        ]
+
+    def _load_multiturn(self, path: Path) -> None:
+        try:
+            trace = read_multiturn(path, min_samples=self.cfg.samples_per_prompt)
+        except ValueError as err:
+            field = ("workload.samples_per_prompt" if "lower samples_per_prompt" in str(err)
+                     else "workload.trace.path")
+            raise ScenarioError(field, str(err)) from None
+        self.skipped_groups = trace.skipped_groups
+        self._pool = [self._capped(g) for g in trace.groups]
 
     def _load_trace(self, path: Path) -> None:
         trace = self.cfg.trace

@@ -16,9 +16,6 @@ from typing import Any
 
 from rlsim.workload.jsonl import json_record
 
-STEP_FILE_GLOB = "packed_lengths_step_*.jsonl"
-_STEP_NUMBER = re.compile(r"packed_lengths_step_(\d+)\.jsonl$")
-
 
 @dataclass(frozen=True, slots=True)
 class TracePrompt:
@@ -30,19 +27,22 @@ class TracePrompt:
     line: int
 
 
-def trace_files(path: Path) -> list[Path]:
-    """The step files of a trace path, in step order (numeric: step 10 after step 9)."""
+def trace_files(path: Path, prefix: str = "packed_lengths") -> list[Path]:
+    """The step files (`<prefix>_step_<k>.jsonl`) of a trace path, in step order (numeric:
+    step 10 after step 9); a file path is the trace's only file."""
     if not path.exists():
         raise FileNotFoundError(f"trace {path} not found")
     if path.is_file():
         return [path]
+    glob = f"{prefix}_step_*.jsonl"
+    number = re.compile(rf"{re.escape(prefix)}_step_(\d+)\.jsonl$")
     numbered = sorted(
         (int(match.group(1)), p)
-        for p in path.glob(STEP_FILE_GLOB)
-        if (match := _STEP_NUMBER.search(p.name)) is not None
+        for p in path.glob(glob)
+        if (match := number.search(p.name)) is not None
     )
     if not numbered:
-        raise FileNotFoundError(f"trace directory {path} has no {STEP_FILE_GLOB} files")
+        raise FileNotFoundError(f"trace directory {path} has no {glob} files")
     return [p for _, p in numbered]
 
 
