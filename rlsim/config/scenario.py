@@ -239,13 +239,39 @@ class RewardConfig(_Frozen):
 
 
 class EnvConfig(_Frozen):
-    """Environment workers that run the steps between the turns of multi-turn rollouts."""
+    """Environment workers that run the steps between the turns of multi-turn rollouts:
+    one pool of `workers` containers, or `nodes` x `containers_per_node` of them."""
 
     workers: int = Field(
         default=64, gt=0,
         description="Parallel environment workers (sandbox containers); an environment step "
-        "waits for a free one.",
+        "or reset waits for a free one (FCFS). Set by nodes x containers_per_node when "
+        "those are given.",
     )
+    nodes: int | None = Field(
+        default=None, gt=0,
+        description="Environment nodes (CPU machines that host the containers); with "
+        "containers_per_node, the pool's capacity is their product.")
+    containers_per_node: int | None = Field(
+        default=None, gt=0,
+        description="Containers each environment node runs at once (its capacity).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capacity_from_nodes(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        nodes, per = data.get("nodes"), data.get("containers_per_node")
+        if (nodes is None) != (per is None):
+            raise ValueError("give nodes and containers_per_node together (the capacity is "
+                             "their product), or neither and set workers")
+        if isinstance(nodes, int) and isinstance(per, int) and nodes > 0 and per > 0:
+            # a resolved scenario (scenario.resolved.yaml) repeats the product: accept it
+            if data.get("workers", nodes * per) != nodes * per:
+                raise ValueError(f"workers ({data['workers']}) is not nodes x "
+                                 f"containers_per_node ({nodes * per}); drop workers")
+            return {**data, "workers": nodes * per}
+        return data
 
 
 class LinkConfig(_Frozen):
