@@ -40,6 +40,8 @@ def test_report_tables_are_computed_from_the_runs():
         name, overrides = job
         if "policy.env_interaction=per_trajectory" in overrides:
             return 50.0
+        if "policy.name=sync" in overrides:
+            return 80.0
         return 100.0 if name.endswith("sync") and "async" not in name else 40.0
 
     results = {job: mod.Run(step_s(job), phases, {0: 6, 1: 2},
@@ -47,6 +49,7 @@ def test_report_tables_are_computed_from_the_runs():
                for job in mod.jobs()}
     text = mod.markdown(results)
     assert "| RLVR, 128 GPUs | 100.0 | 40.0 | 2.50x | 2.24x |" in text
+    assert "| +12% | 80.0 | 2.00x |" in text  # the disaggregated sync baseline
     assert "| 16 | 100.0 | 40.0 | 2.50x |" in text
     assert "| 2 | 40.0 | 2.50x | 0.25 | 3 |" in text
     assert "| 0: 6, 1: 2 | 8 / 3 / 1 / 2 |" in text
