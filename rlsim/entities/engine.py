@@ -15,20 +15,27 @@ value at which they finish. A decode iteration costs `a + b * kv_tokens` (the co
 summed in closed form: one SimPy event covers every iteration up to the next batch change
 (a finish, KV exhaustion, an arrival or abort). `mode="iteration"` schedules one event per
 iteration and prices each with `InferenceCost.step`, as the reference for tests.
+
+The engine is not a SimPy process but a state machine on `Timers`: callbacks that run in
+exactly the order SimPy events made at the same moment would, for a fraction of the cost
+(no event object, no generator resumption, no `Interruption` when an arrival cuts a segment:
+the cut re-arms the timer and the superseded one lapses). Environment steps (`EnvPool`) and
+the async policy's reward waits use them too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import math
 from collections import OrderedDict, deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import simpy
+from simpy.events import URGENT
 
+from rlsim.entities.timers import Timers
 from rlsim.trace import Recorder
 
 
@@ -115,7 +122,6 @@ class RolloutEngine:
         self.max_batched = max_batched_tokens
         self.recorder = recorder
         self.iteration_mode = mode == "iteration"
-        self._interrupt_pending = False
         self.pool = pool
         self.gpus = gpus
         self.waiting: deque[Request] = deque()
@@ -136,7 +142,6 @@ class RolloutEngine:
         self._seg_k0 = 0
         self._seg_batch = 0
         self._in_segment = False
-        self._idle: simpy.Event | None = None
         self._busy_since: float | None = None
         self._busy_requests = 0  # finished during the current busy period
         self._busy_tokens = 0
@@ -145,6 +150,7 @@ class RolloutEngine:
         self._gauges = (0, 0, 0)
         count_step = max(1, max_running_seqs // 32)
         self._gauge_steps = (max(1, kv_capacity_tokens // 100), count_step)
+        self._kv_step, self._count_step = self._gauge_steps
         for gauge in _GAUGES:  # every series starts at 0
             recorder.counter(self._track, gauge, env.now, 0)
         self.iterations = 0
@@ -160,7 +166,25 @@ class RolloutEngine:
         self.cache_hit_tokens = 0
         self.cache_lookups = 0
         self.cache_hits = 0
-        self.process = env.process(self._run())
+        self._affine: dict[int, tuple[float, float]] = {}  # decode_affine by batch size
+        # Requests on the engine, waiting or running: `load` kept as a count (a plain
+        # attribute is cheap to compare over many engines).
+        self.n_requests = 0
+        self._per_request = recorder.per_request
+        # No SimPy process: the engine is a state machine run by timers (`Timers`: a
+        # segment's end, a wake-up from idle), so a batch change costs no event object and
+        # no generator resumption. It starts like a process would (an urgent event now).
+        self._timers = Timers.of(env)
+        self._on_end = self._on_segment_end  # bound once: a timer per segment
+        self._sleeping = False  # idle, waiting for work (the process's `yield idle`)
+        self._wake_pending = False  # a wake-up from idle is scheduled
+        self._seg_id = 0  # the segment in flight; its timer is stale once this moves on
+        self._end = 0.0  # when the segment in flight ends
+        self._split_t = -1.0  # when a batch change last cut the segment in flight
+        boot = simpy.Event(env)
+        boot._ok, boot._value = True, None
+        boot.callbacks.append(self._on_boot)
+        env.schedule(boot, URGENT)
 
     # ------------------------------------------------------------------ public API
     @property
@@ -189,17 +213,19 @@ class RolloutEngine:
         req.generated = req.prefix_tokens
         req._cached = 0
         if self.prefix_caching and req.cache_key is not None:
-            self._evict()
+            if self._cache:
+                self._evict()
             self.cache_lookups += 1
             hit = self._cache.pop(req.cache_key, 0)
             if hit:
                 self._cached_total -= hit
-                req._cached = min(hit, req.prompt_tokens)
+                req._cached = cached = hit if hit < req.prompt_tokens else req.prompt_tokens
                 self.cache_hits += 1
-                self.cache_hit_tokens += req._cached
-        req.t_submit = self.env.now
+                self.cache_hit_tokens += cached
+        req.t_submit = self.env._now
         req.engine = self.name
         self.waiting.append(req)
+        self.n_requests += 1
         self._poke()
 
     def abort(self, reqs: list[Request] | None = None) -> list[Request]:
@@ -238,6 +264,7 @@ class RolloutEngine:
             r.t_finish = self.env.now
             aborted.append(r)
         if aborted:
+            self.n_requests -= len(aborted)
             self.recorder.instant(self._track, "abort", now, requests=len(aborted))
             self._poke(arrival=False)
         for r in aborted:
@@ -249,17 +276,34 @@ class RolloutEngine:
         """Wake an idle engine, or stop a multi-iteration segment after the iteration in
         flight so the batch can change. An arrival that could not be admitted anyway (FCFS
         queue already blocked, or the running cap reached) does not split the segment."""
-        if self._idle is not None and not self._idle.triggered:
-            self._idle.succeed()
+        if self._sleeping:
+            if not self._wake_pending:
+                self._wake_pending = True
+                self._timers.call_in(0, self._on_wake_up)  # 0, not 0.0: as Event.succeed
             return
-        if not self._in_segment or self._interrupt_pending:
+        if not self._in_segment:
             return
+        now = self.env._now
+        if now == self._split_t:
+            return  # already cut at the iteration in flight: the same end again
         if self._seg_n + (1 if self._seg_head_s > 0 else 0) <= 1:
             return  # the segment is a single iteration: its end is the next boundary anyway
-        if arrival and (len(self.waiting) > 1 or self.running >= self.max_running):
+        if arrival and (len(self.waiting) > 1
+                        or len(self.prefilling) + len(self.decoding) >= self.max_running):
             return
-        self._interrupt_pending = True
-        self.process.interrupt("batch change")
+        # Stop after the iteration in flight (the segment's timer is superseded).
+        self._split_t = now
+        done = self._completed_iterations()
+        since = now - self._seg_t0
+        if since >= self._seg_head_s and done < self._seg_n:
+            self._seg_n = done + 1
+            self._end = self._seg_t0 + self._seg_head_s + self._decode_time(done + 1)
+        elif since < self._seg_head_s:
+            self._seg_n = 0
+            self._end = self._seg_t0 + self._seg_head_s
+        # Every iteration already done (rounding): the segment ends now, by a timer of its
+        # own rather than inside the caller.
+        self._arm(self._end - now if now < self._end else 0.0)
 
     def _decode_time(self, n: int) -> float:
         """Time of the first n decode iterations of the current segment (closed form)."""
@@ -268,7 +312,7 @@ class RolloutEngine:
 
     def _completed_iterations(self) -> int:
         """Decode iterations of the current segment completed by now (head counts as done)."""
-        elapsed = self.env.now - self._seg_t0 - self._seg_head_s
+        elapsed = self.env._now - self._seg_t0 - self._seg_head_s
         if elapsed <= 0 or self._seg_n == 0:
             return 0
         a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
@@ -278,43 +322,54 @@ class RolloutEngine:
             n = int((-qb + math.sqrt(qb * qb + 4 * qa * elapsed)) / (2 * qa))
         else:
             n = int(elapsed / qb) if qb > 0 else self._seg_n
-        n = max(0, min(n, self._seg_n))
-        while n > 0 and self._decode_time(n) > elapsed + 1e-12:
+        seg_n = self._seg_n
+        n = max(0, min(n, seg_n))
+        limit = elapsed + 1e-12
+        # `_decode_time(n)`, inlined
+        while n > 0 and n * a + b * (n * k0 + bsz * n * (n - 1) / 2) > limit:
             n -= 1
-        while n < self._seg_n and self._decode_time(n + 1) <= elapsed + 1e-12:
+        while n < seg_n and (n + 1) * a + b * ((n + 1) * k0 + bsz * (n + 1) * n / 2) <= limit:
             n += 1
         return n
 
     def _admit(self) -> None:
-        while self.waiting and self.running < self.max_running:
-            r = self.waiting[0]
+        waiting, prefilling, decoding = self.waiting, self.prefilling, self.decoding
+        running = len(prefilling) + len(decoding)
+        kv_used = self._kv_const + len(decoding) * self.clock + self._kv_prefill
+        capacity = self.kv_capacity
+        while waiting and running < self.max_running:
+            r = waiting[0]
             need = r.prompt_tokens + r.generated
             # Like vLLM's watermark: keep room for the running batch to grow, so a new
             # admission is not preempted at once; an empty engine admits what fits at all.
-            limit = self.kv_capacity - self._watermark if self.running else self.kv_capacity
-            if self.kv_used + need + 1 > limit:
+            limit = capacity - self._watermark if running else capacity
+            if kv_used + need + 1 > limit:
                 break
-            self.waiting.popleft()
+            waiting.popleft()
             r.status = "prefill"
             # Cached prompt tokens are attended to but not computed again; a hit is used
             # once (a preempted sequence recomputes everything).
-            cached = min(r._cached, need - 1)
+            cached = r._cached
+            if cached > need - 1:
+                cached = need - 1
             r._cached = 0
             r._prefill_left = need - cached
             r._prefill_done = cached
             self._order += 1
             r._order = self._order
             self._kv_prefill += need + 1  # the prompt plus the token its prefill samples
-            self.prefilling[r.rid] = r
+            kv_used += need + 1
+            running += 1
+            prefilling[r.rid] = r
         if self._cache:
             self._evict()
 
     def _join_decode(self, r: Request) -> None:
         r.status = "decode"
-        r._base = self.clock - r.generated
-        self._kv_const += r.prompt_tokens - r._base
+        r._base = base = self.clock - r.generated
+        self._kv_const += r.prompt_tokens - base
         self.decoding[r.rid] = r
-        heapq.heappush(self._heap, (r._base + r.output_tokens, r._order, r))
+        heapq.heappush(self._heap, (base + r.output_tokens, r._order, r))
 
     def _preempt_one(self) -> None:
         """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
@@ -338,107 +393,129 @@ class RolloutEngine:
         victim.preemptions += 1
         self.preemptions += 1
         self.waiting.appendleft(victim)
-        if self.recorder.per_request:
-            self.recorder.instant(self._track, "preempt", self.env.now,
+        if self._per_request:
+            self.recorder.instant(self._track, "preempt", self.env._now,
                                   rid=victim.rid, generated=victim.generated)
 
-    def _head(self) -> float:
+    def _head(self, now: float) -> float:
         """Run one mixed iteration (prefill chunks + decodes) now; returns its cost.
 
         Its effects are applied at once; finishes it causes are signalled at segment end.
         """
+        prefilling = self.prefilling
         bsz = len(self.decoding)
         kv_dec = self._kv_const + bsz * self.clock
         budget = self.max_batched - bsz
         chunk_total = 0
         chunks: list[tuple[int, int]] = []
         completed: list[Request] = []
-        for r in self.prefilling.values():
+        for r in prefilling.values():
             if budget <= 0:
                 break
-            take = min(r._prefill_left, budget)
+            left = r._prefill_left
+            take = left if left < budget else budget
             budget -= take
             chunk_total += take
             chunks.append((take, r._prefill_done))
-            r._prefill_left -= take
+            r._prefill_left = left - take
             r._prefill_done += take
-            if r._prefill_left == 0:
+            if left == take:
                 completed.append(r)
         cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s
         self.clock += 1
         self.iterations += 1
         for r in completed:
-            del self.prefilling[r.rid]
+            del prefilling[r.rid]
             self._kv_prefill -= r._prefill_done + 1
             r.generated += 1  # the last prefill chunk samples the first new token
-            if math.isnan(r.t_first_token):
-                r.t_first_token = self.env.now + cost
+            if r.t_first_token != r.t_first_token:  # nan: its first token
+                r.t_first_token = now + cost
             self._join_decode(r)
         return cost
 
-    def _plan(self) -> float:
+    def _plan(self, now: float) -> float:
         """Start a segment now; returns its duration. Sets the segment fields."""
         head_s = 0.0
-        progress_prefill = bool(self.prefilling) and len(self.decoding) < self.max_batched
-        if progress_prefill:
-            head_s = self._head()
-            if (self._heap and self._heap[0][0] <= self.clock) or self.prefilling:
+        decoding = self.decoding
+        self._seg_t0 = now
+        if self.prefilling and len(decoding) < self.max_batched:
+            head_s = self._head(now)
+            heap = self._heap
+            if (heap and heap[0][0] <= self.clock) or self.prefilling or self.iteration_mode:
                 # A finish, or more prefill: the batch changes after this one iteration.
                 self._set_segment(head_s, 0)
                 return head_s
-            if self.iteration_mode:
-                self._set_segment(head_s, 0)
-                return head_s
-        bsz = len(self.decoding)
+        bsz = len(decoding)
         if bsz == 0:
             self._set_segment(head_s, 0)
             return head_s
-        n_fin = self._heap[0][0] - self.clock
-        free = self.kv_capacity - self.kv_used
-        n_kv = free // bsz
-        n = min(n_fin, n_kv)
+        clock = self.clock
+        k0 = self._kv_const + bsz * clock
+        n = self._heap[0][0] - clock  # iterations to the next finish
+        n_kv = (self.kv_capacity - k0 - self._kv_prefill) // bsz
+        if n_kv < n:
+            n = n_kv
         if self.iteration_mode:
             n = min(n, 1)
         if n <= 0:
             self._set_segment(head_s, 0)
             return head_s
-        k0 = self._kv_const + bsz * self.clock
         if self.iteration_mode:
             self._set_segment(head_s, n)
             dt = self.cost.step(bsz, k0).total_s
             self._seg_a, self._seg_b = dt, 0.0
             return head_s + dt
-        a, b = self.cost.decode_affine(bsz)  # the cost model caches by batch size
-        self._set_segment(head_s, n, a, b, k0, bsz)
-        return head_s + self._decode_time(n)
+        ab = self._affine.get(bsz)
+        if ab is None:
+            ab = self._affine[bsz] = self.cost.decode_affine(bsz)
+        a, b = ab
+        self._seg_head_s = head_s
+        self._seg_n = n
+        self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
+        return head_s + (n * a + b * (n * k0 + bsz * n * (n - 1) / 2))
 
     def _set_segment(self, head_s: float, n: int, a: float = 0.0, b: float = 0.0,
                      k0: int = 0, bsz: int = 0) -> None:
-        self._seg_t0 = self.env.now
+        self._seg_t0 = self.env._now
         self._seg_head_s = head_s
         self._seg_n = n
         self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
 
     def _finish_segment(self) -> None:
-        self.clock += self._seg_n
-        self.iterations += self._seg_n
-        now = self.env.now
+        n = self._seg_n
+        self.clock = clock = self.clock + n
+        self.iterations += n
         heap = self._heap
-        while heap and heap[0][0] <= self.clock:
+        if heap and heap[0][0] <= clock:
+            self._finishes(clock, self.env._now)
+
+    def _finishes(self, clock: int, now: float) -> None:
+        """Sequences whose last token is in by decode clock `clock` finish now."""
+        heap = self._heap
+        decoding = self.decoding
+        caching = self.prefix_caching
+        while heap and heap[0][0] <= clock:
             _, _, r = heapq.heappop(heap)
-            if r.status != "decode" or r._base + r.output_tokens > self.clock:
+            if r.status != "decode" or r._base + r.output_tokens > clock:
                 continue  # stale entry of a preempted/aborted sequence
-            del self.decoding[r.rid]
+            del decoding[r.rid]
+            self.n_requests -= 1
             self._kv_const -= r.prompt_tokens - r._base
-            r.generated = r.output_tokens
+            r.generated = out = r.output_tokens
             r.status = "finished"
             r.t_finish = now
             self.finished += 1
             self._busy_requests += 1
-            self._busy_tokens += r.output_tokens - r.prefix_tokens
-            self._emit_request(r)
-            if self.prefix_caching and r.cache_key is not None:
-                self._cache_put(r.cache_key, r.prompt_tokens + r.generated)
+            self._busy_tokens += out - r.prefix_tokens
+            if self._per_request:
+                self._emit_request(r)
+            key = r.cache_key
+            if caching and key is not None:
+                tokens = r.prompt_tokens + out
+                cache = self._cache
+                self._cached_total += tokens - cache.pop(key, 0)
+                cache[key] = tokens
+                self._evict()
             if r.on_done is not None:
                 r.on_done(r)
 
@@ -450,61 +527,125 @@ class RolloutEngine:
 
     def _evict(self) -> None:
         """Drop least recently used entries until the cache fits the free KV."""
-        free = max(0, self.kv_capacity - self.kv_used)
-        while self._cached_total > free and self._cache:
-            _, tokens = self._cache.popitem(last=False)
+        free = self.kv_capacity - (self._kv_const + len(self.decoding) * self.clock
+                                   + self._kv_prefill)
+        if self._cached_total <= free:
+            return
+        if free < 0:
+            free = 0
+        cache = self._cache
+        while self._cached_total > free and cache:
+            _, tokens = cache.popitem(last=False)
             self._cached_total -= tokens
 
     def _emit_request(self, r: Request) -> None:
-        if self.recorder.per_request:
+        if self._per_request:
             self.recorder.span(f"rollout.{self.name}.requests", r.status, r.t_submit,
                                r.t_finish, rid=r.rid, prompt=r.prompt_tokens,
                                generated=r.generated, preemptions=r.preemptions)
         if r.status == "aborted" and r.on_done is not None:
             r.on_done(r)
 
-    def _run(self) -> Generator[simpy.Event, Any, None]:
-        env = self.env
+    def _arm(self, delay: float) -> None:
+        """The segment in flight ends `delay` from now (any earlier timer is stale)."""
+        self._seg_id = seg_id = self._seg_id + 1
+        self._timers.call_in(delay, self._on_end, seg_id)
+
+    def _on_segment_end(self, seg_id: int) -> None:
+        if seg_id != self._seg_id:
+            return  # superseded by a batch change
+        now = self.env._now
+        if now < self._end:  # rounding of now + (end - now): wait the rest
+            self._arm(self._end - now)
+            return
+        self._in_segment = False
+        n = self._seg_n
+        self.clock = clock = self.clock + n
+        self.iterations += n
+        heap = self._heap
+        if heap and heap[0][0] <= clock:
+            self._finishes(clock, now)
+        self._proceed()
+
+    def _on_boot(self, _event: simpy.Event) -> None:
+        self._on_wake_up(None)
+
+    def _on_wake_up(self, _arg: Any) -> None:
+        self._sleeping = self._wake_pending = False
+        self._proceed()
+
+    def _proceed(self) -> None:
+        """From a batch boundary: admit, preempt, and start the next segment, or go idle."""
+        waiting, prefilling, decoding = self.waiting, self.prefilling, self.decoding
+        now = self.env._now
         while True:
-            self._admit()
-            if not self.prefilling and not self.decoding:
-                if self.waiting:
-                    raise RuntimeError(f"engine {self.name}: cannot admit {self.waiting[0].rid}")
+            if waiting:
+                self._admit()
+            elif self._cache:
+                self._evict()
+            n_dec = len(decoding)
+            if not prefilling and not n_dec:
+                if waiting:
+                    raise RuntimeError(f"engine {self.name}: cannot admit {waiting[0].rid}")
                 self._go_idle()
-                self._idle = env.event()
-                # A poke that raced the end of the last segment may interrupt this wait;
-                # either way the loop re-checks the queue.
-                with contextlib.suppress(simpy.Interrupt):
-                    yield self._idle
-                self._idle = None
-                self._interrupt_pending = False
-                continue
+                self._sleeping = True
+                return
             if self._busy_since is None:
-                self._busy_since = env.now
-            if self.decoding and self.kv_used + len(self.decoding) > self.kv_capacity:
+                self._busy_since = now
+            clock = self.clock
+            k0 = self._kv_const + n_dec * clock
+            kv = k0 + self._kv_prefill
+            if n_dec and kv + n_dec > self.kv_capacity:
                 self._preempt_one()
                 continue
-            self._record_gauges()
-            duration = self._plan()
-            self._in_segment = True
-            end = env.now + duration
-            while env.now < end:
-                try:
-                    yield env.timeout(end - env.now)
-                except simpy.Interrupt:
-                    # An arrival or abort: stop after the iteration in flight.
-                    self._interrupt_pending = False
-                    done = self._completed_iterations()
-                    if env.now - self._seg_t0 >= self._seg_head_s and done < self._seg_n:
-                        self._seg_n = done + 1
-                        end = self._seg_t0 + self._seg_head_s + self._decode_time(done + 1)
-                    elif env.now - self._seg_t0 < self._seg_head_s:
-                        self._seg_n = 0
-                        end = self._seg_t0 + self._seg_head_s
-            self._in_segment = False
+            # The gauges, when one moved by its resolution (`_gauge`'s test, inlined).
+            run = len(prefilling) + n_dec
+            wait = len(waiting)
+            lkv, lrun, lwait = self._gauges
+            if (kv != lkv and (kv == 0 or lkv == 0 or abs(kv - lkv) >= self._kv_step)) or (
+                    run != lrun and (run == 0 or lrun == 0
+                                     or abs(run - lrun) >= self._count_step)) or (
+                    wait != lwait and (wait == 0 or lwait == 0
+                                       or abs(wait - lwait) >= self._count_step)):
+                self._gauge(kv, run, wait)
+            if (prefilling and n_dec < self.max_batched) or self.iteration_mode:
+                duration = self._plan(now)
+            else:
+                # Only decodes (the common case; `_plan` inlined): up to the next finish or
+                # KV exhaustion, whichever comes first.
+                n = self._heap[0][0] - clock
+                n_kv = (self.kv_capacity - kv) // n_dec
+                if n_kv < n:
+                    n = n_kv
+                self._seg_t0 = now
+                self._seg_head_s = 0.0
+                if n <= 0:
+                    self._seg_n = 0
+                    self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = 0.0, 0.0, 0, 0
+                    duration = 0.0
+                else:
+                    ab = self._affine.get(n_dec)
+                    if ab is None:
+                        ab = self._affine[n_dec] = self.cost.decode_affine(n_dec)
+                    a, b = ab
+                    self._seg_n = n
+                    self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, n_dec
+                    duration = 0.0 + (n * a + b * (n * k0 + n_dec * n * (n - 1) / 2))
+            end = now + duration
+            if now < end:
+                self._in_segment = True
+                self._end = end
+                self._seg_id = seg_id = self._seg_id + 1
+                self._timers.call_in(end - now, self._on_end, seg_id)
+                return
             self._finish_segment()
 
     def _record_gauges(self) -> None:
+        n_dec = len(self.decoding)
+        self._gauge(self._kv_const + n_dec * self.clock + self._kv_prefill,
+                    len(self.prefilling) + n_dec, len(self.waiting))
+
+    def _gauge(self, kv: int, run: int, wait: int) -> None:
         """KV tokens in use and the running and waiting counts at a batch change.
 
         A gauge is recorded when it moved by at least its resolution since its last record,
@@ -513,22 +654,18 @@ class RolloutEngine:
         are invisible in a plot but, recorded exactly, cost a fifth of a large run's time
         and most of its memory (benchmarks/bench_large_sync.py).
         """
-        # Called at every batch change: plain locals, no loop (it showed in profiles).
-        n_dec = len(self.decoding)
-        kv = self._kv_const + n_dec * self.clock + self._kv_prefill
-        run = len(self.prefilling) + n_dec
-        wait = len(self.waiting)
         lkv, lrun, lwait = self._gauges
         kv_step, count_step = self._gauge_steps
+        now = self.env._now
         changed = False
         if kv != lkv and (kv == 0 or lkv == 0 or abs(kv - lkv) >= kv_step):
-            self.recorder.counter(self._track, "kv_tokens", self.env.now, kv)
+            self.recorder.counter(self._track, "kv_tokens", now, kv)
             lkv, changed = kv, True
         if run != lrun and (run == 0 or lrun == 0 or abs(run - lrun) >= count_step):
-            self.recorder.counter(self._track, "running", self.env.now, run)
+            self.recorder.counter(self._track, "running", now, run)
             lrun, changed = run, True
         if wait != lwait and (wait == 0 or lwait == 0 or abs(wait - lwait) >= count_step):
-            self.recorder.counter(self._track, "waiting", self.env.now, wait)
+            self.recorder.counter(self._track, "waiting", now, wait)
             lwait, changed = wait, True
         if changed:
             self._gauges = (lkv, lrun, lwait)
@@ -536,7 +673,7 @@ class RolloutEngine:
     def _go_idle(self) -> None:
         self._record_gauges()
         if self._busy_since is not None:
-            self.recorder.span(self._track, "busy", self._busy_since, self.env.now,
+            self.recorder.span(self._track, "busy", self._busy_since, self.env._now,
                                pool=self.pool, gpus=self.gpus, requests=self._busy_requests,
                                tokens=self._busy_tokens)
             self._busy_since = None

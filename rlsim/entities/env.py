@@ -3,17 +3,22 @@
 Owns the mechanism only: W workers; each environment step occupies the first free worker
 (FCFS in submission order) for its latency, so steps queue when all workers are busy. The
 schedule is list scheduling over a heap of worker free times, so one step costs one SimPy
-event. Latencies come from the caller (a recorded rollout), never drawn here. A span per
-step (track `env`, name `env_step`) is recorded only at request detail, like engine request
-spans, to keep phase-level records small.
+event (`run`), or one timer (`run_then`, a callback without an event object: see
+`timers.Timers`). Latencies come from the caller (a recorded rollout), never drawn here. A
+span per step (track `env`, name `env_step`) is recorded only at request detail, like engine
+request spans, to keep phase-level records small.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
+from typing import Any
 
 import simpy
+from simpy.events import Timeout
 
+from rlsim.entities.timers import Timers
 from rlsim.trace import Recorder
 
 
@@ -28,23 +33,73 @@ class EnvPool:
         self.workers = workers
         self.recorder = recorder
         self.track = track
-        # (time the worker becomes free, worker index): ties go to the lowest index.
-        self._free_at = [(0.0, i) for i in range(workers)]
+        # (time the worker becomes free, worker index): ties go to the lowest index. Kept
+        # only at request detail, where each step's span names its worker.
+        self._free_at = [(0.0, i) for i in range(workers)] if recorder.per_request else []
+        # Otherwise only start times matter, and a step starts at the earliest time a worker
+        # is free whichever worker that is: the ends of the steps still running (a heap of
+        # floats, no larger than the steps in flight) say when, once all W are busy.
+        self._busy: list[float] = []
         self.steps = 0
+        self._timers = Timers.of(env)
+
+    def _schedule(self, latency_s: float) -> tuple[float, float, int]:
+        """(start, end, worker) of a step submitted now (worker -1 when not recorded)."""
+        if latency_s < 0:
+            raise ValueError(f"environment step latency must be >= 0, got {latency_s}")
+        now = self.env._now
+        self.steps += 1
+        free_at = self._free_at
+        if free_at:
+            free, worker = free_at[0]  # the first free worker
+            start = now if now > free else free  # max(free, now), as a float at t = 0
+            end = start + latency_s
+            heapq.heapreplace(free_at, (end, worker))
+            return start, end, worker
+        busy = self._busy
+        while busy and busy[0] <= now:  # steps that have ended free their workers
+            heapq.heappop(busy)
+        if len(busy) < self.workers:
+            start = now
+            end = start + latency_s
+            heapq.heappush(busy, end)
+        else:  # every worker busy: the first to finish takes it
+            start = busy[0]
+            end = start + latency_s
+            heapq.heapreplace(busy, end)
+        return start, end, -1
 
     def run(self, latency_s: float) -> simpy.Event:
         """An environment step submitted now; the event fires when it has finished."""
-        if latency_s < 0:
-            raise ValueError(f"environment step latency must be >= 0, got {latency_s}")
-        now = self.env.now
-        free, worker = heapq.heappop(self._free_at)
-        start = max(free, now)
-        end = start + latency_s
-        heapq.heappush(self._free_at, (end, worker))
-        self.steps += 1
-        done = self.env.timeout(end - now)
+        start, end, worker = self._schedule(latency_s)
+        now = self.env._now
+        done = Timeout(self.env, end - now)
         if self.recorder.per_request:
             rec, track = self.recorder, self.track
             done.callbacks.append(lambda _ev: rec.span(
                 track, "env_step", start, end, worker=worker, queued_s=start - now))
         return done
+
+    def run_then(self, latency_s: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """An environment step submitted now; `fn(arg)` runs when it has finished, in the
+        order a callback on `run`'s event would."""
+        now = self.env._now
+        busy = self._busy
+        if self._free_at or latency_s < 0 or (busy and busy[0] <= now) \
+                or len(busy) >= self.workers:
+            start, end, worker = self._schedule(latency_s)
+            if self.recorder.per_request:
+                self._timers.call_in(end - now, self._recorded,
+                                     (start, end, worker, start - now, fn, arg))
+                return
+        else:  # a worker is free and none to release: `_schedule`'s common case, inlined
+            self.steps += 1
+            end = now + latency_s
+            heapq.heappush(busy, end)
+        self._timers.call_in(end - now, fn, arg)
+
+    def _recorded(self, job: tuple[float, float, int, float, Callable[[Any], None], Any]
+                  ) -> None:
+        start, end, worker, queued, fn, arg = job
+        self.recorder.span(self.track, "env_step", start, end, worker=worker, queued_s=queued)
+        fn(arg)

@@ -43,16 +43,20 @@ import heapq
 from collections import Counter, deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import simpy
 
 from rlsim.config.errors import ScenarioError
 from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.entities.timers import Timers
 from rlsim.policies.phases import Phases, Sample
 from rlsim.policies.scoring import Scorer, sandbox_caps
 from rlsim.trace import CONTROLLER
 from rlsim.workload import Turn, Workload
+
+_LOAD = attrgetter("n_requests")  # RolloutEngine.load, as a count
 
 
 @dataclass(slots=True, eq=False)
@@ -115,6 +119,11 @@ class _AsyncRun:
         self.attempts = 0
         self.resumed = 0
         self._trainer_wake: simpy.Event | None = None
+        self.timers = Timers.of(self.env)
+        self.alpha = self.cfg.alpha
+        self.env_pool = ph.c.env_pool
+        self._on_done = self._done  # bound once: every turn's request calls it
+        self._on_env_done = self._env_done
         self._producer_wake: simpy.Event | None = None
 
     # ------------------------------------------------------------------ producer
@@ -182,12 +191,14 @@ class _AsyncRun:
         s.attempt += 1
         s.version, s.turn, s.context = self.published, 0, s.group.prompt_tokens
         s.engine, s.request, s.done = engine, None, False
-        attempt = s.attempt
         if s.reset_s > 0:
-            self.ph.c.env_pool.run(s.reset_s).callbacks.append(
-                lambda _e: self._turn(s, 0, attempt))
+            self.env_pool.run_then(s.reset_s, self._on_env_done, (s, s.attempt))
         else:
-            self._turn(s, 0, attempt)
+            self._turn(s, 0, s.attempt)
+
+    def _env_done(self, job: tuple[_Slot, int]) -> None:
+        """The slot's environment reset or step has finished: its next turn."""
+        self._turn(job[0], 0, job[1])
 
     def _turn(self, s: _Slot, prefix: int, attempt: int) -> None:
         """Generate the current turn (`prefix` of its tokens already exist). Staleness is
@@ -195,19 +206,18 @@ class _AsyncRun:
         on the current weights."""
         if attempt != s.attempt:
             return  # cancelled or restarted meanwhile
-        if s.version < self.published - self.cfg.alpha:
+        if s.version < self.published - self.alpha:
             self._end(s, "stale")
             self._start(s)
             return
-        ph = self.ph
-        turn = s.turns[s.turn]
-        req = Request(ph.next_rid(), s.context, turn.response_tokens, prefix_tokens=prefix,
-                      on_done=self._done, tag=s.group.prompt_id, cache_key=(id(s), s.attempt))
+        req = Request(self.ph.next_rid(), s.context, s.turns[s.turn].response_tokens, prefix,
+                      self._on_done, s.group.prompt_id, (id(s), attempt))
         self.live[req.rid] = s
         s.request = req
-        if s.engine is None:
-            s.engine = min(ph.c.engines, key=lambda e: e.load)
-        s.engine.submit(req)
+        engine = s.engine
+        if engine is None:
+            engine = s.engine = min(self.ph.c.engines, key=_LOAD)
+        engine.submit(req)
 
     def _done(self, req: Request) -> None:
         if req.status != "finished":
@@ -216,13 +226,14 @@ class _AsyncRun:
         if s is None:
             return
         s.request = None
-        turn = s.turns[s.turn]
+        i = s.turn
+        turns = s.turns
+        turn = turns[i]
         s.context += req.generated + turn.obs_tokens
         attempt = s.attempt
-        if s.turn < len(s.turns) - 1:
-            s.turn += 1
-            self.ph.c.env_pool.run(turn.env_s).callbacks.append(
-                lambda _e: self._turn(s, 0, attempt))
+        if i < len(turns) - 1:
+            s.turn = i + 1
+            self.env_pool.run_then(turn.env_s, self._on_env_done, (s, attempt))
             return
         g = s.group
         sample = Sample(g.prompt_id, g.prompt_tokens, s.context - g.prompt_tokens, s.version,
@@ -234,8 +245,11 @@ class _AsyncRun:
             scorer.judging.pop(req.rid).callbacks.append(
                 lambda _e: self._scored(s, sample, attempt))
         else:
-            self.env.timeout(max(0.0, end - self.env.now)).callbacks.append(
-                lambda _e: self._scored(s, sample, attempt))
+            self.timers.call_in(max(0.0, end - self.env.now), self._reward_done,
+                                (s, sample, attempt))
+
+    def _reward_done(self, job: tuple[_Slot, Sample, int]) -> None:
+        self._scored(*job)
 
     def _scored(self, s: _Slot, sample: Sample, attempt: int) -> None:
         g = s.group

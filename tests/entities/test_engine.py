@@ -252,3 +252,102 @@ def test_prefix_cache_lives_in_free_kv_and_is_evicted_first():
     eng, _ = _two_turns(True, kv=20_000, others=6, env_s=1.0)
     assert eng.cache_lookups == 2 and eng.cache_hits == 0
     assert eng._cached_total <= max(0, eng.kv_capacity - eng.kv_used)
+
+
+def _interleaving(use_timers: bool, seed: int, until: float | None = None):
+    """A random cascade of callbacks, each scheduling children after 0, 0.25 or 1 s (ties
+    on purpose), some as SimPy timeouts, some as `Timers` (or all as timeouts), beside a
+    process with urgent events of its own. Returns the (time, tag) log of what ran."""
+    import random
+
+    from rlsim.entities.timers import Timers
+
+    rng = random.Random(seed)
+    env = simpy.Environment()
+    timers = Timers.of(env)
+    log: list[tuple[float, str]] = []
+    count = [0]
+
+    def fire(tag: str) -> None:
+        log.append((env.now, tag))
+        if count[0] > 400:
+            return
+        for _ in range(rng.choice((0, 1, 1, 2, 3))):
+            count[0] += 1
+            child = f"{tag}.{count[0]}"
+            delay = rng.choice((0, 0.25, 1.0, 0.0))
+            as_timer = rng.random() < 0.6
+            if as_timer and use_timers:
+                timers.call_in(delay, fire, child)
+            else:
+                env.timeout(delay).callbacks.append(lambda _e, c=child: fire(c))
+            if rng.random() < 0.1:  # an urgent event (a process start) now
+                env.process(proc(child + "p"))
+
+    def proc(tag: str):
+        log.append((env.now, tag + "-start"))
+        yield env.timeout(0.25)
+        log.append((env.now, tag + "-end"))
+
+    for i in range(5):
+        env.timeout(i * 0.25).callbacks.append(lambda _e, t=f"r{i}": fire(t))
+    env.process(proc("p0"))
+    if until is None:
+        env.run()
+    else:
+        env.run(until=until)
+    return log, next(env._eid)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_timers_run_exactly_where_timeouts_would(seed):
+    """`Timers` take SimPy's event order: (time, priority, creation), ties included, and
+    consume the same event numbers."""
+    ref, ref_events = _interleaving(False, seed)
+    got, got_events = _interleaving(True, seed)
+    assert got == ref
+    assert got_events == ref_events
+    assert len(ref) > 20
+
+
+def test_timers_stop_with_the_run():
+    ref, _ = _interleaving(False, 3, until=2.0)
+    got, _ = _interleaving(True, 3, until=2.0)
+    assert got == ref
+    assert all(t < 2.0 for t, _ in got)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    reqs=st.lists(st.tuples(st.integers(1, 300), st.integers(2, 400)), min_size=2, max_size=30),
+    kv=st.integers(2000, 12000),
+    cap=st.integers(1, 8),
+    cuts=st.lists(st.tuples(st.floats(0, 2), st.integers(0, 29)), max_size=8),
+)
+def test_request_count_follows_load(reqs, kv, cap, cuts):
+    """`n_requests` (a count kept at submit, finish and abort) equals `load` throughout,
+    preemptions and aborts included."""
+    reqs = [(p, o) for p, o in reqs if p + o <= kv] or [(1, 2)]
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", ToyCost(), kv, cap, 256, Recorder())
+    made = [Request(i, p, o) for i, (p, o) in enumerate(reqs)]
+    seen: list[tuple[int, int]] = []
+
+    def check(_r: Request | None = None) -> None:
+        seen.append((eng.n_requests, eng.load))
+
+    for r in made:
+        r.on_done = check
+        eng.submit(r)
+    for at, i in cuts:
+        def cut(_e, i=i):
+            check()
+            target = made[i % len(made)]
+            if target.status in ("waiting", "prefill", "decode"):
+                eng.abort([target])
+            check()
+        env.timeout(at).callbacks.append(cut)
+    env.run()
+    check()
+    assert all(n == load for n, load in seen)
+    assert eng.n_requests == 0

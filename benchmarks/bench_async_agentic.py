@@ -1,0 +1,49 @@
+"""Benchmark: 20 steps of a 1,024-GPU async agentic job on one core.
+
+Target (issue 7): at most 60 s wall for 20 steps of 8,192 trajectories of about 10 turns
+each (scenarios/bench/async_agentic_1024.yaml: ROLL Flash's async policy with redundant
+environments, prefix caching and environment-level async). Prints one JSON line with wall
+time, steps per second, peak RSS, trajectory attempts (trained, stale, cancelled or left
+over), scheduled events and events per second.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "bench" / "async_agentic_1024.yaml"
+
+
+def main() -> dict[str, float]:
+    from rlsim.api import simulate
+    from rlsim.config.loading import load_scenario
+
+    scenario, base = load_scenario(SCENARIO, sys.argv[1:])
+    t0 = time.perf_counter()
+    result = simulate(scenario, base)
+    wall = time.perf_counter() - t0
+    s = result.summary
+    out = {
+        "benchmark": "async_agentic_1024",
+        "steps": s["steps"],
+        "trajectories_per_step": scenario.workload.prompts_per_step *
+        scenario.workload.samples_per_prompt,
+        "wall_s": round(wall, 2),
+        "steps_per_s": round(s["steps"] / wall, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "attempts": sum((s["attempts"] or {}).values()),
+        "events": s["events"],
+        "events_per_s": round(s["events"] / wall),
+        "sim_step_time_s": round(s["step_time_s"]["mean"], 2),
+    }
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Timers: callbacks at future simulated times, ordered exactly as SimPy events would be.
+
+Owns the calendar that the rollout engines, the environment pool and the async policy
+schedule their hot-path wake-ups on (a segment's end, an environment step, a reward wait)
+without creating a SimPy event for each. It reads and writes SimPy's internal queue, event
+counter and clock (`Environment._queue`, `_eid`, `_now`), which is why pyproject.toml pins
+SimPy to 4.1.x; tests/entities/test_engine.py checks the interleaving against real
+timeouts, and every shipped scenario's records are identical with and without it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import weakref
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import simpy
+from simpy.events import NORMAL
+
+
+class Timers:
+    """Callbacks at future times, ordered exactly as SimPy events but far cheaper.
+
+    `call_in(delay, fn, arg)` runs `fn(arg)` at `now + delay` as a callback on a
+    `Timeout(env, delay)` made at that moment would: the timer takes its sequence number
+    from the environment's event counter, so among SimPy's own events it runs in the very
+    same order (time, then normal priority, then creation). A SimPy event (the driver),
+    queued under the key of the earliest timer, runs the timers one after another, setting
+    the clock, as long as none of SimPy's own events comes first. A timer thus costs a
+    tuple in a heap instead of an event object, a scheduling call and a trip through
+    `Environment.step`; a timer no longer wanted stays put and its callback ignores it.
+    Uses SimPy's internal queue, event counter and clock (tests/entities/test_engine.py
+    checks the interleaving against real timeouts).
+
+    The timers wait in a calendar: buckets of 1/64 s of simulated time, each a plain list
+    until its turn comes, when it becomes the heap the timers are taken from. Thousands of
+    environment steps wait seconds ahead while the engines' timers come and go within the
+    next few buckets, so the heap stays small.
+    """
+
+    _PER_S = 64.0  # calendar buckets per simulated second
+
+    _by_env: ClassVar[weakref.WeakKeyDictionary[simpy.Environment, Timers]] = \
+        weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, env: simpy.Environment) -> Timers:
+        """The environment's timers (one calendar per environment)."""
+        timers = cls._by_env.get(env)
+        if timers is None:
+            timers = cls._by_env[env] = cls(env)
+        return timers
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        # A timer is (time, sequence number, fn, arg). `_heap` holds those of buckets up
+        # to `_bucket`; later buckets wait in `_later` (bucket -> list), their ids in the
+        # heap `_ids`.
+        self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
+        self._bucket = -1
+        self._later: dict[int, list[tuple[float, int, Callable[[Any], None], Any]]] = {}
+        self._ids: list[int] = []
+        self._driven: set[int] = set()  # timers with a driver queued under their own key
+        self._first: tuple[float, int] | None = None  # the earliest driver queued
+        self._draining = False
+
+    def call_in(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
+        env = self.env
+        t = env._now + delay
+        eid = next(env._eid)
+        bucket = int(t * self._PER_S)
+        if bucket <= self._bucket:
+            heapq.heappush(self._heap, (t, eid, fn, arg))
+        else:
+            waiting = self._later.get(bucket)
+            if waiting is None:
+                self._later[bucket] = [(t, eid, fn, arg)]
+                heapq.heappush(self._ids, bucket)
+            else:
+                waiting.append((t, eid, fn, arg))
+        if self._draining:
+            return  # the drain in progress runs it, or queues a driver for it
+        first = self._first
+        if first is None or t < first[0]:
+            self._drive(t, eid)
+
+    def _next_bucket(self) -> bool:
+        """Make the next bucket the heap (when the heap is empty); False if none."""
+        if not self._ids:
+            return False
+        self._bucket = bucket = heapq.heappop(self._ids)
+        heap = self._later.pop(bucket)
+        heapq.heapify(heap)
+        self._heap = heap
+        return True
+
+    def _drive(self, t: float, eid: int) -> None:
+        """Queue a driver with the key a timeout made with `eid` at `t` would have."""
+        self._first = (t, eid)
+        if eid in self._driven:
+            return
+        self._driven.add(eid)
+        driver = simpy.Event(self.env)
+        driver._ok, driver._value = True, eid
+        driver.callbacks.append(self._drain)
+        heapq.heappush(self.env._queue, (t, NORMAL, eid, driver))
+
+    def _drain(self, driver: simpy.Event) -> None:
+        eid = driver._value
+        self._driven.discard(eid)
+        first = self._first
+        if first is not None and first[1] == eid:
+            self._first = None
+        env = self.env
+        queue = env._queue
+        heappop = heapq.heappop
+        # SimPy's queue only grows while timers run: its head is re-read when it grew.
+        queued = -1
+        qt, qp, qe = 0.0, 0, 0
+        self._draining = True
+        try:
+            while True:
+                heap = self._heap
+                if not heap:
+                    if not self._next_bucket():
+                        break
+                    heap = self._heap
+                t, eid, fn, arg = heap[0]
+                if queue:
+                    if len(queue) != queued:
+                        queued = len(queue)
+                        qt, qp, qe, _ = queue[0]
+                    # SimPy's next event first? (timers have normal priority)
+                    if qt < t or (qt == t and (qp < NORMAL or qe < eid)):
+                        break
+                heappop(heap)
+                env._now = t
+                fn(arg)
+        finally:
+            self._draining = False
+        heap = self._heap
+        if heap or self._next_bucket():
+            t, eid = self._heap[0][0], self._heap[0][1]
+            first = self._first
+            if first is None or (t, eid) < first:
+                self._drive(t, eid)
