@@ -465,7 +465,8 @@ def validate(
     quick: Annotated[bool, typer.Option(
         "--quick", help="Small job and quick calibration: at most 3 minutes on 2 CPU cores.")]
         = False,
-    mode: Annotated[str, typer.Option(help="sync | one_off | all")] = "all",
+    mode: Annotated[str, typer.Option(
+        help="sync | one_off | async | all (async: alpha = 1 with partial rollout)")] = "all",
     out: Annotated[Path, typer.Option("--out", help="Folder for the live runs, the profile, "
                                       "the derived scenarios and their simulations.")]
         = Path("runs/validate"),
@@ -481,8 +482,8 @@ def validate(
     """Run a small real RL job here, simulate it with this machine's profile, compare."""
     import importlib.util
 
-    if mode not in ("sync", "one_off", "all"):
-        _fail(f"--mode must be sync, one_off or all, got {mode!r}")
+    if mode not in ("sync", "one_off", "async", "all"):
+        _fail(f"--mode must be sync, one_off, async or all, got {mode!r}")
     if importlib.util.find_spec("torch") is None:
         _fail("validate needs torch: .venv/bin/pip install -e '.[calibrate]' "
               "(pip install torch==2.13.0)")

@@ -8,6 +8,8 @@ cache length. Running sequences always occupy slots 0..B-1: a finished sequence'
 refilled by moving the last one's KV into it, so decode attention reads one contiguous
 block. The same rules as rlsim's engine model, which is what the validation checks: the
 prefill iteration samples the first response token, each decode iteration one more.
+`abort()` empties the engine as rlsim's engine does at a weight update (partial rollout):
+the waiting requests, then the running ones by admission, each with its output so far.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class GenRequest:
     on_done: Callable[[GenRequest], None] | None = None
     tag: object = None
     output: list[int] = field(default_factory=list)
+    admitted: int = -1  # admission order in its engine (-1: not admitted)
 
     @property
     def context(self) -> int:
@@ -61,6 +64,7 @@ class Engine:
         self.running: list[GenRequest] = []  # index == KV slot
         self.iterations = 0
         self.max_batch_seen = 0
+        self._admissions = 0
 
     @property
     def idle(self) -> bool:
@@ -77,7 +81,10 @@ class Engine:
     def _admit(self) -> list[GenRequest]:
         new: list[GenRequest] = []
         while self.waiting and len(self.running) + len(new) < self.max_running:
-            new.append(self.waiting.popleft())
+            r = self.waiting.popleft()
+            r.admitted = self._admissions
+            self._admissions += 1
+            new.append(r)
         return new
 
     def _pack(self, new: list[GenRequest]) -> Packed:
@@ -138,6 +145,15 @@ class Engine:
                     vc[slot, :, :n] = vc[last, :, :n]
                 self.running[slot] = self.running[last]
             self.running.pop()
+
+    def abort(self) -> list[GenRequest]:
+        """Stop every request at this iteration boundary and return them: the waiting ones
+        in queue order, then the running ones in admission order (rlsim's order), each with
+        the tokens it generated so far. Their KV slots are free: the engine is empty."""
+        out = [*self.waiting, *sorted(self.running, key=lambda r: r.admitted)]
+        self.waiting.clear()
+        self.running = []
+        return out
 
     def run(self) -> None:
         """Step until no request is waiting or running."""

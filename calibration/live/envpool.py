@@ -1,10 +1,12 @@
-"""Environment worker processes for the rollout process, without helper threads.
+"""Worker processes fed through pipes by one caller, without helper threads.
 
-Each worker is a spawned process holding a `SandboxEnv` and one pipe. `submit()` hands a
-step to a free worker (FIFO backlog otherwise, like rlsim's env pool); `poll()` collects
-finished steps and refills freed workers. Everything happens in the caller's thread between
-engine iterations: a thread-based pool would wake helper threads that take the engine's
-interpreter lock in the middle of its iterations.
+`PipeWorkers` spawns processes that each serve one job at a time on their own pipe;
+`submit()` hands a job to a free worker (FIFO backlog otherwise, like rlsim's worker pools);
+`poll()` collects finished jobs and refills freed workers. Everything happens in the
+caller's thread between engine iterations: a thread-based pool would wake helper threads
+that take the engine's interpreter lock in the middle of its iterations.
+`EnvWorkers` are the environment's (each worker holds a `SandboxEnv`); the reward workers of
+the async mode (`reward.RewardWorkers`) are the same machinery with a scoring function.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 from collections import deque
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from typing import Any
 from calibration.live.sandbox import SandboxEnv
 
 
-def _serve(conn: Connection, root: str) -> None:
+def _serve_env(conn: Connection, root: str) -> None:
     env = SandboxEnv(root=Path(root))
     conn.send("ready")
     while True:
@@ -30,51 +33,72 @@ def _serve(conn: Connection, root: str) -> None:
         conn.send(env.step(traj_id, files, command))
 
 
-class EnvWorkers:
-    def __init__(self, workers: int, root: Path) -> None:
+class PipeWorkers:
+    """`workers` processes running `target(conn, *args)`: it sends "ready", then answers
+    every job it receives with one result, in order, until it receives None.
+
+    `depth` jobs at most are in flight per worker. With 1 (the environment's), a job waits
+    in a FIFO backlog for a free worker, as in rlsim's pools, but a worker that finishes is
+    refilled only when the caller next polls (between engine iterations). Jobs of
+    microseconds (the async mode's rewards) would then run at one per worker per engine
+    iteration, a limit of this single-threaded caller that no reward service has: they use
+    a larger depth, so each goes at once to the worker with the fewest jobs and waits in
+    that worker's pipe."""
+
+    def __init__(self, workers: int, target: Callable[..., None], args: tuple[Any, ...] = (),
+                 what: str = "worker", depth: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"need at least one {what}")
+        if depth < 1:
+            raise ValueError("depth must be >= 1")
         ctx = mp.get_context("spawn")
         self._conns: list[Connection] = []
         self._procs = []
         for _ in range(workers):
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(theirs, str(root)), daemon=True)
+            proc = ctx.Process(target=target, args=(theirs, *args), daemon=True)
             proc.start()
             self._conns.append(mine)
             self._procs.append(proc)
         for conn in self._conns:  # started and imported before anything is timed
             if not conn.poll(120) or conn.recv() != "ready":
-                raise RuntimeError("an environment worker did not start within 120 s")
-        self._free = deque(range(workers))
-        self._busy: dict[int, Any] = {}  # worker -> key of its step
-        self._backlog: deque[tuple[Any, tuple[int, dict[str, str], str]]] = deque()
+                raise RuntimeError(f"a {what} did not start within 120 s")
+        self.depth = depth
+        self._sent: list[deque[Any]] = [deque() for _ in range(workers)]  # keys, in order
+        self._backlog: deque[tuple[Any, Any]] = deque()
 
-    def submit(self, key: Any, traj_id: int, files: dict[str, str], command: str) -> None:
-        self._backlog.append((key, (traj_id, files, command)))
+    def submit_job(self, key: Any, job: Any) -> None:
+        self._backlog.append((key, job))
         self._dispatch()
 
     def _dispatch(self) -> None:
-        while self._free and self._backlog:
-            w = self._free.popleft()
+        while self._backlog:
+            w = min(range(len(self._sent)), key=lambda i: len(self._sent[i]))
+            if len(self._sent[w]) >= self.depth:
+                return
             key, job = self._backlog.popleft()
             self._conns[w].send(job)
-            self._busy[w] = key
+            self._sent[w].append(key)
 
     @property
     def pending(self) -> int:
-        return len(self._busy) + len(self._backlog)
+        return sum(len(q) for q in self._sent) + len(self._backlog)
 
-    def poll(self, timeout: float = 0.0) -> list[tuple[Any, str, float]]:
-        """Finished steps as (key, observation, seconds); waits up to `timeout` for one."""
-        if not self._busy:
+    def busy_connections(self) -> list[Connection]:
+        """The pipes of busy workers: what a caller with nothing else to do waits on."""
+        return [c for c, q in zip(self._conns, self._sent, strict=True) if q]
+
+    def poll_results(self, timeout: float = 0.0) -> list[tuple[Any, Any]]:
+        """Finished jobs as (key, result); waits up to `timeout` for one."""
+        busy = self.busy_connections()
+        if not busy:
             return []
-        ready = wait([self._conns[w] for w in self._busy], timeout)
         out = []
-        for conn in ready:
+        for conn in wait(busy, timeout):
             assert isinstance(conn, Connection)
-            w = self._conns.index(conn)
-            obs, secs = conn.recv()
-            out.append((self._busy.pop(w), obs, secs))
-            self._free.append(w)
+            sent = self._sent[self._conns.index(conn)]
+            while sent and conn.poll():
+                out.append((sent.popleft(), conn.recv()))
         self._dispatch()
         return out
 
@@ -86,3 +110,15 @@ class EnvWorkers:
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
+
+
+class EnvWorkers(PipeWorkers):
+    def __init__(self, workers: int, root: Path) -> None:
+        super().__init__(workers, _serve_env, (str(root),), "environment worker")
+
+    def submit(self, key: Any, traj_id: int, files: dict[str, str], command: str) -> None:
+        self.submit_job(key, (traj_id, files, command))
+
+    def poll(self, timeout: float = 0.0) -> list[tuple[Any, str, float]]:
+        """Finished steps as (key, observation, seconds); waits up to `timeout` for one."""
+        return [(key, obs, secs) for key, (obs, secs) in self.poll_results(timeout)]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from calibration.live.runner import MODES
 from calibration.live.validate import PHASES, Validation
 
 # Why a phase's prediction can be off, for the report's notes on errors above 15%. Each is a
@@ -16,8 +17,10 @@ KNOWN_CAUSES = {
     "gen": "the engine's iterations are priced from the calibration's synthetic engine "
            "job, and the live job's iterations run slower than priced on the same shapes "
            "(the engine-iteration check above): the rollout process shares the two cores "
-           "with environment and reward workers, and in one_off with the trainer process, "
-           "whose caches and memory bus separate GPUs would not share",
+           "with environment and reward workers, and in one_off and async with the trainer "
+           "process, whose caches and memory bus separate GPUs would not share. In async "
+           "`gen` is only the trainer's wait, near zero after the first step, so its "
+           "relative error is that of a small number",
     "reward": "rlsim replays each sample's scoring time inside its worker; the process pool's "
               "dispatch (pickling, pipes, waking workers) is not modelled and dominates "
               "sub-millisecond scoring",
@@ -50,10 +53,15 @@ def table(data: dict[str, Any]) -> str:
     rows = [f"{'mode':8s} {'phase':12s} {'live s':>9s} {'sim s':>9s} {'error':>8s}"]
     for mode, p, live, sim, err in _rows(data):
         rows.append(f"{mode:8s} {p:12s} {live:9.4f} {sim:9.4f} {_pct(err):>8s}")
-    sp = data.get("speedup_one_off")
-    if sp:
-        rows.append(f"one_off speedup over sync: live {sp['live']:.3f}x, sim {sp['sim']:.3f}x "
-                    f"({_pct(sp['error'])})")
+    for mode in ("one_off", "async"):
+        sp = data.get(f"speedup_{mode}")
+        if sp:
+            rows.append(f"{mode} speedup over sync: live {sp['live']:.3f}x, sim "
+                        f"{sp['sim']:.3f}x ({_pct(sp['error'])})")
+    for mode, r in data["modes"].items():
+        if mode == "async":
+            rows.append(f"async staleness max: live {r['staleness_max']}, sim "
+                        f"{r['sim_staleness_max']}")
     return "\n".join(rows)
 
 
@@ -62,7 +70,7 @@ def markdown(v: Validation, wall_s: float) -> str:
     p = v.plan
     cfg = p.live
     cmd = "rlsim validate" + (" --quick" if p.quick else "") + \
-        ("" if len(p.modes) == 2 else f" --mode {p.modes[0]}")
+        ("" if set(p.modes) == set(MODES) else f" --mode {p.modes[0]}")
     lines = [
         "# Live validation: a real RL run on this machine vs rlsim's prediction",
         "",
@@ -99,15 +107,24 @@ def markdown(v: Validation, wall_s: float) -> str:
         if ph == "step":
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
-    sp = data.get("speedup_one_off")
-    if sp:
-        lines += ["", f"one_off speedup over sync: live **{sp['live']:.3f}x**, simulated "
-                  f"**{sp['sim']:.3f}x**, error {_pct(sp['error'])}."]
+    for mode in ("one_off", "async"):
+        sp = data.get(f"speedup_{mode}")
+        if sp:
+            lines += ["", f"{mode} speedup over sync: live **{sp['live']:.3f}x**, simulated "
+                      f"**{sp['sim']:.3f}x**, error {_pct(sp['error'])}."]
     lines += ["", "Phase figures are means per phase span; `ref` is the old-log-prob forward. "
               "In one_off, `gen` of step k+1 overlaps `reward`/`ref`/`train` of step k, so "
               "a step lasts as long as the longer side plus the weight sync. Phase errors of "
               "opposite signs offset in a sync step's sum; the per-phase rows show how much.",
               ""]
+    if "async" in data["modes"]:
+        r = data["modes"]["async"]
+        lines += [f"In async (alpha = {cfg.alpha}, partial rollout) generation never stops: "
+                  "`gen` is the time step n waits for its groups, rewards are scored as "
+                  "samples finish (no `reward` span, n/a), and a step is `ref` + `train` + "
+                  "`weight_sync` when the rollout side keeps ahead. Largest staleness of a "
+                  f"trained sample: live {r['staleness_max']}, simulated "
+                  f"{r['sim_staleness_max']}.", ""]
     lines += ["Engine iterations priced one by one (each live iteration's own shape through "
               "the profile's `InferenceCost.step`, apart from the simulated schedule):", ""]
     for mode, r in data["modes"].items():
@@ -125,16 +142,21 @@ def markdown(v: Validation, wall_s: float) -> str:
         lines.append("")
     if any(len(rs) > 1 for rs in v.runs.values()):
         lines += ["## Repeats (the machine is shared and noisy)", "",
-                  "| mode | live step s, each | sim step s, each | error, each | live spread |",
-                  "|---|---|---|---|---:|"]
+                  "| mode | live step s, each | sim step s, each | error, each | live spread "
+                  "| other processes, cores |",
+                  "|---|---|---|---|---:|---|"]
         for mode, r in data["modes"].items():
             if r.get("repeats", 1) > 1:
+                other = ", ".join("n/a" if x is None else f"{x:.2f}"
+                                  for x in r["other_cores_each"])
                 lines.append(
                     f"| {mode} | {', '.join(f'{x:.3f}' for x in r['live_step_s_each'])} | "
                     f"{', '.join(f'{x:.3f}' for x in r['sim_step_s_each'])} | "
                     f"{', '.join(_pct(x) for x in r['error_each'])} | "
-                    f"{r['live_step_s_spread'] * 100:.1f}% |")
-        lines.append("")
+                    f"{r['live_step_s_spread'] * 100:.1f}% | {other} |")
+        lines += ["", "Other processes: the cores that processes outside the live job kept "
+                  "busy on average during each live run (/proc/stat); a neighbour's load "
+                  "slows the live phases, never the simulated ones.", ""]
     lines += ["## The live run learns", "",
               f"Supervised warm-up loss {v.sft_losses[0]:.3f} -> {v.sft_losses[-1]:.3f}. "
               "Mean exact-match reward per GRPO step (mean over repeats):", ""]

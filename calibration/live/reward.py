@@ -4,6 +4,11 @@
 returns, per sample, the reward and the seconds its worker spent on it (the per-sample
 service time that rlsim's reward pool replays). The pool starts once, before any timed
 phase, like a long-lived reward service.
+
+`RewardWorkers` score each response as it finishes (the async mode, where rlsim's `Scorer`
+sends every finished sample to the reward pool at once): worker processes fed through
+pipes by the rollout process (`envpool.PipeWorkers`); a response goes at once to the worker
+with the fewest queued, so scoring never waits for the rollout process's next iteration.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
 
+from calibration.live.envpool import PipeWorkers
 from calibration.live.tasks import score
 
 
@@ -19,6 +27,29 @@ def _score_one(item: tuple[str, str]) -> tuple[float, float]:
     t0 = time.perf_counter()
     reward = score(*item)
     return reward, time.perf_counter() - t0
+
+
+def _serve_reward(conn: Connection) -> None:
+    conn.send("ready")
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        conn.send(_score_one(msg))
+
+
+class RewardWorkers(PipeWorkers):
+    """Per-response scoring: `submit(key, answer, response)`, then `poll()` gives
+    (key, reward, worker seconds) as they finish."""
+
+    def __init__(self, workers: int, depth: int = 64) -> None:
+        super().__init__(workers, _serve_reward, (), "reward worker", depth)
+
+    def submit(self, key: Any, answer: str, response: str) -> None:
+        self.submit_job(key, (answer, response))
+
+    def poll(self, timeout: float = 0.0) -> list[tuple[Any, float, float]]:
+        return [(key, r, secs) for key, (r, secs) in self.poll_results(timeout)]
 
 
 class RewardPool:

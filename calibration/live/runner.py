@@ -1,5 +1,5 @@
-"""The live RL job: a controller/trainer process and a rollout process, in `sync` or
-`one_off` order, recording its phases as rlsim records.
+"""The live RL job: a controller/trainer process and a rollout process, in `sync`,
+`one_off` or `async` order, recording its phases as rlsim records.
 
 Processes (spawned, one torch thread each by default: each is one "device" of the job):
 - the controller (this process) holds the trainer, the reward worker pool and the clock;
@@ -11,6 +11,19 @@ forward), `train` (one GRPO step), `weight_sync` (trainer -> shared buffer -> en
 one `step` span per training step, exactly as `rlsim.policies.sync` / `one_off` order them:
 sync: gen -> reward -> ref -> train -> weight_sync; one_off: step k trains on the rollouts
 generated (with weights k-1) while the rollout process already generates step k+1.
+
+async (alpha = `LiveConfig.alpha`, 1 by default), as `rlsim.policies.asynchronous` runs it:
+batch d is launched once the engine holds weights of version >= d - alpha (batches 0..alpha
+at once, batch n + alpha + 1 right after step n publishes version n + 1, up to batch
+steps + alpha - 1); the rollout process (`rollout.Streamer`) generates continuously, scores
+each sample on its own reward workers as it finishes and queues complete groups in the
+order they complete. Step n waits for the oldest steps' worth of complete groups whose
+samples all started at version >= n - alpha (the wait is the step's `gen` span; there is no
+`reward` span: rewards run during generation), computes old log-probs (`ref`), trains, and
+publishes version n + 1 (`weight_sync`: the rollout process loads it at its next iteration
+boundary, aborts every request in flight and resumes it with prompt + partial output).
+After the last step the rollout process finishes every launched batch, untimed, so the
+recorded rollouts cover every batch the simulator launches.
 """
 
 from __future__ import annotations
@@ -20,7 +33,7 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import torch
@@ -28,12 +41,12 @@ import torch
 from calibration.live.grpo import Trainer, Trajectory, advantages, pack, packed_logprobs
 from calibration.live.model import LMConfig, TinyLM, flat_params
 from calibration.live.reward import RewardPool
-from calibration.live.rollout import Generator, Sample, now
+from calibration.live.rollout import Generator, Sample, Streamer, now
 from calibration.live.tasks import Problem, TaskMix, draw_batch
 from calibration.live.tokenizer import Tokenizer
 from rlsim.trace import CONTROLLER, Recorder
 
-MODES = ("sync", "one_off")
+MODES = ("sync", "one_off", "async")
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,7 @@ class LiveConfig:
     micro_batch_tokens: int = 4096
     threads: int = 1
     seed: int = 0
+    alpha: int = 1  # async only: a sample trains at version n if it started at >= n - alpha
     lm: LMConfig = field(default_factory=lambda: LMConfig(vocab=Tokenizer().vocab_size))
     mix: TaskMix = field(default_factory=TaskMix)
 
@@ -64,6 +78,8 @@ class LiveConfig:
                      "reward_workers", "env_workers", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.alpha < 0:
+            raise ValueError("alpha must be >= 0")
 
 
 @dataclass
@@ -73,25 +89,33 @@ class StepStats:
     response_tokens_mean: float
     samples: int
     multi_turn: int
-    staleness: int
+    staleness: int  # the largest, over the step's samples: step - version it started at
+    staleness_mean: float = 0.0
+    dropped_stale: int = 0  # async: attempts dropped for staleness during the step
+    resumed: int = 0  # async: requests resumed on the weights the step published
 
 
 @dataclass
 class LiveResult:
     config: LiveConfig
     recorder: Recorder
-    rollouts: list[list[Sample]]  # per generated step
+    rollouts: list[list[Sample]]  # per generated step (async: per launched batch)
     problems: list[list[Problem]]
-    reward_s: list[list[float]]  # per trained step, per sample: worker seconds
+    reward_s: list[list[float]]  # per trained step (async: launched batch), per sample
     stats: list[StepStats]
+    # async: the (batch, group) pairs each step trained, in the order they completed
+    trained: list[list[tuple[int, int]]] = field(default_factory=list)
     gen_iterations: int = 0
     # Every engine iteration of the timed steps: (decodes, KV tokens, prompt lengths of the
     # prefills, seconds). For the report's check of the iteration cost model only.
     iterations: list[tuple[int, int, tuple[int, ...], float]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "stats": [asdict(s) for s in self.stats],
-                "gen_iterations": self.gen_iterations}
+        out = {"config": asdict(self.config), "stats": [asdict(s) for s in self.stats],
+               "gen_iterations": self.gen_iterations}
+        if self.trained:
+            out["trained"] = self.trained
+        return out
 
 
 # ---------------------------------------------------------------------- rollout process
@@ -131,6 +155,62 @@ def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None
         gen.close()
 
 
+def _rollout_async_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None:
+    """The async rollout process: one `Streamer` serving the controller's messages at its
+    engine's iteration boundaries."""
+    torch.set_num_threads(cfg.threads)
+    model = TinyLM(cfg.lm)
+    model.requires_grad_(False)
+    params = flat_params(model)
+    views = _views(flat, params)
+
+    def load() -> None:
+        for p, v in zip(params, views, strict=True):
+            p.copy_(v)
+
+    load()
+    st = Streamer(model, Tokenizer(), cfg.max_running, cfg.max_len, cfg.max_response_len,
+                  cfg.max_turns, cfg.env_workers, cfg.reward_workers, cfg.prompts_per_step,
+                  cfg.samples_per_prompt, cfg.alpha, seed=cfg.seed * 1000 + 999)
+    st.warm_up()
+    st.trace = []
+    conn.send(("ready", now()))
+    drain: tuple[int, int] | None = None  # (engine iterations, traced ones) when asked
+    try:
+        while True:
+            if st.engine.idle:  # nothing to compute: sleep until a message or a result
+                wait([conn, *st.connections()], timeout=1.0)
+            while conn.poll():
+                msg = conn.recv()
+                if msg[0] == "launch":
+                    st.launch(msg[1], msg[2])
+                elif msg[0] == "take":
+                    st.take(msg[1])
+                elif msg[0] == "sync":
+                    load()
+                    st.sync(msg[1])
+                    conn.send(("synced", now(), st.resumed, st.stale))
+                elif msg[0] == "drain":
+                    assert st.trace is not None
+                    drain = (st.iterations, len(st.trace))
+                else:
+                    return
+            st.poll()
+            groups = st.taken()
+            if groups is not None:
+                conn.send(("batch", groups, st.resumed, st.stale))
+            if drain is not None and not st.busy:
+                if not st.all_done():
+                    raise RuntimeError("rollout stalled: samples unfinished, nothing running")
+                assert st.trace is not None
+                conn.send(("drained", st.records(), drain[0], st.trace[:drain[1]]))
+                drain = None
+            if not st.engine.idle:
+                st.iterate()
+    finally:
+        st.close()
+
+
 def _views(flat: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor]:
     out, at = [], 0
     for p in params:
@@ -158,10 +238,12 @@ class _Job:
         self.conn, child = ctx.Pipe()
         # Not a daemon: the rollout process starts its own environment workers. close()
         # stops it (and kills it if it hangs).
-        self.proc = ctx.Process(target=_rollout_main, args=(cfg, child, self.flat))
+        main = _rollout_async_main if cfg.mode == "async" else _rollout_main
+        self.proc = ctx.Process(target=main, args=(cfg, child, self.flat))
         self.proc.start()
         self._expect("ready")
-        self.rewards = RewardPool(cfg.reward_workers)
+        # async scores in the rollout process, each sample as it finishes
+        self.rewards = RewardPool(cfg.reward_workers) if cfg.mode != "async" else None
         self.rec = Recorder()
         self.tok = Tokenizer()
         self.result = LiveResult(cfg, self.rec, [], [], [], [])
@@ -188,7 +270,8 @@ class _Job:
         self.proc.join(timeout=30)
         if self.proc.is_alive():
             self.proc.kill()
-        self.rewards.close()
+        if self.rewards is not None:
+            self.rewards.close()
 
     def _publish(self) -> None:
         for v, p in zip(self.views, self.params, strict=True):
@@ -230,8 +313,8 @@ class _Job:
         return samples
 
     def train_side(self, step: int, samples: list[Sample], version: int) -> None:
-        cfg = self.cfg
         problems = self.result.problems[step]
+        assert self.rewards is not None
         t0 = now()
         scored = self.rewards.score([(problems[s.prompt_index].answer, s.final_text)
                                      for s in samples])
@@ -239,6 +322,13 @@ class _Job:
         self.span("reward", step, t0, t1, samples=len(samples))
         rewards = [r for r, _ in scored]
         self.result.reward_s.append([sec for _, sec in scored])
+        self.learn(step, samples, rewards, [version] * len(samples), t1)
+
+    def learn(self, step: int, samples: list[Sample], rewards: list[float],
+              versions: list[int], t1: float) -> None:
+        """`ref` (from t1) and `train` over scored samples, groups of samples_per_prompt in
+        a row; `versions`: the weights each sample started with."""
+        cfg = self.cfg
         trajs = []
         for s, a in zip(samples, advantages(rewards, cfg.samples_per_prompt), strict=True):
             ids, mask = s.ids_and_mask()
@@ -249,23 +339,26 @@ class _Job:
         self.span("ref", step, t1, t2, tokens=tokens)
         self.trainer.update(trajs)
         t3 = now()
+        stale = [step - v for v in versions]
         self.span("train", step, t2, t3, samples=len(trajs), tokens=tokens,
-                  staleness_mean=float(step - version), staleness_max=step - version)
+                  staleness_mean=sum(stale) / len(stale), staleness_max=max(stale))
         resp = [sum(len(t.response) for t in s.turns) for s in samples]
         self.result.stats.append(StepStats(
             step, sum(rewards) / len(rewards), sum(resp) / len(resp), len(samples),
-            sum(1 for s in samples if len(s.turns) > 1), step - version))
+            sum(1 for s in samples if len(s.turns) > 1), max(stale),
+            sum(stale) / len(stale)))
         if self.progress:
             st = self.result.stats[-1]
             self.progress(f"{cfg.mode} step {step}: reward {st.reward_mean:.3f}, "
                           f"{st.response_tokens_mean:.1f} response tokens")
 
-    def weight_sync(self, step: int) -> None:
+    def weight_sync(self, step: int) -> tuple[Any, ...]:
         t0 = now()
         self._publish()
         self.conn.send(("sync", step + 1))
-        _, t1 = self._expect("synced")
-        self.span("weight_sync", step, t0, t1)
+        msg = self._expect("synced")
+        self.span("weight_sync", step, t0, msg[1])
+        return msg
 
     # -- orders
     def run_sync(self) -> None:
@@ -292,6 +385,49 @@ class _Job:
             self.span("step", step, t0, now())
 
 
+    def run_async(self) -> None:
+        cfg = self.cfg
+        published, launched = 0, 0
+        resumed, stale = 0, 0  # the rollout process's running counts
+
+        def launch() -> int:
+            d = launched
+            while d < cfg.steps + cfg.alpha and d <= published + cfg.alpha:
+                problems = draw_batch(cfg.seed, d, cfg.prompts_per_step, cfg.mix)
+                self.result.problems.append(problems)
+                self.conn.send(("launch", d, problems))
+                d += 1
+            return d
+
+        launched = launch()
+        for step in range(cfg.steps):
+            t0 = now()
+            self.conn.send(("take", step))
+            groups = self._expect("batch")[1]
+            t1 = now()
+            samples = [s for g in groups for s in g.samples]
+            self.span("gen", step, t0, t1, samples=len(samples), waiting=True)
+            self.result.trained.append([(g.batch, g.group) for g in groups])
+            self.learn(step, samples, [r for g in groups for r in g.rewards],
+                       [v for g in groups for v in g.versions], t1)
+            _, _, resumed_now, stale_now = self.weight_sync(step)
+            published = step + 1
+            launched = launch()
+            st = self.result.stats[-1]
+            st.dropped_stale, st.resumed = stale_now - stale, resumed_now - resumed
+            resumed, stale = resumed_now, stale_now
+            self.span("step", step, t0, now(), samples=len(samples),
+                      dropped_stale=st.dropped_stale, resumed=st.resumed,
+                      batches=sorted({g.batch for g in groups}))
+        # Untimed: every launched batch to its end, for the recorded rollouts.
+        self.conn.send(("drain",))
+        _, records, iterations, trace = self._expect("drained")
+        self.result.rollouts = [samples for samples, _ in records]
+        self.result.reward_s = [secs for _, secs in records]
+        self.result.gen_iterations = iterations
+        self.result.iterations = trace
+
+
 def run_live(cfg: LiveConfig, init_state: dict[str, torch.Tensor],
              progress: Callable[[str], None] | None = None) -> LiveResult:
     """Run the live job from the warm-up weights `init_state`; records in `result.recorder`."""
@@ -300,8 +436,10 @@ def run_live(cfg: LiveConfig, init_state: dict[str, torch.Tensor],
     try:
         if cfg.mode == "sync":
             job.run_sync()
-        else:
+        elif cfg.mode == "one_off":
             job.run_one_off()
+        else:
+            job.run_async()
     finally:
         job.close()
     if progress:

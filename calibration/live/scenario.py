@@ -10,12 +10,22 @@ Derivations that are not a copy of a live setting:
   "GPU" each, of the profile's measured device, placed disaggregated (nothing time-shares);
 - the weight sync copies the weights twice through host memory (trainer -> shared buffer ->
   engine): 4 bytes moved per weight byte at the profile's measured copy rate (read + write
-  counted), so the link's bandwidth is that rate / 4.
+  counted), so the link's bandwidth is that rate / 4;
+- the reward latency distribution (`reward.latency`: lognormal, median and log-space sigma)
+  is fitted to the recorded per-sample reward seconds. sync and one_off replay each
+  sample's recorded seconds; rlsim's async policy scores every sample as it finishes with a
+  latency drawn from this distribution (it does not read recorded reward seconds);
+- mode async: policy `async` with the live run's alpha and partial rollout (the live
+  rollout process aborts and resumes its requests at every weight update), and the rollouts
+  file holds every launched batch (steps + alpha of them), batch d at step d, as the
+  simulator's producer asks for them.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +63,23 @@ def write_rollouts(result: LiveResult, path: Path) -> Path:
     return path
 
 
+def reward_latency(result: LiveResult) -> dict[str, float]:
+    """Lognormal fit of the recorded per-sample reward seconds: median, log-space sigma."""
+    logs = [math.log(max(x, 1e-9)) for secs in result.reward_s for x in secs]
+    if not logs:
+        raise ValueError("the live run recorded no reward seconds")
+    return {"median": math.exp(statistics.median(logs)),
+            "sigma": statistics.pstdev(logs) if len(logs) > 1 else 0.0}
+
+
+def policy_dict(result: LiveResult) -> dict[str, Any]:
+    cfg = result.config
+    policy: dict[str, Any] = {"name": cfg.mode, "placement": "disaggregated"}
+    if cfg.mode == "async":
+        policy["asynchronous"] = {"alpha": cfg.alpha, "partial_rollout": True}
+    return policy
+
+
 def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
                   rollouts_path: str) -> dict[str, Any]:
     """The scenario (as YAML-able data) whose relative paths resolve next to it."""
@@ -76,7 +103,8 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
                     "max_batched_tokens": cfg.max_running * cfg.max_len},
         "train": {"pool": "train", "recompute_activations": False, "ref_logprob": False,
                   "old_logprob": True, "micro_batch_tokens": cfg.micro_batch_tokens},
-        "reward": {"kind": "rule", "workers": cfg.reward_workers},
+        "reward": {"kind": "rule", "workers": cfg.reward_workers,
+                   "latency": reward_latency(result)},
         "env": {"workers": cfg.env_workers},
         "workload": {
             "prompts_per_step": cfg.prompts_per_step,
@@ -85,6 +113,6 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
             "max_response_len": cfg.max_response_len,
             "trace": {"path": rollouts_path, "format": "rollouts"},
         },
-        "policy": {"name": cfg.mode, "placement": "disaggregated"},
+        "policy": policy_dict(result),
         "link": {"bandwidth": device.hbm_bandwidth / 4},
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from calibration.live.scenario import scenario_dict, write_rollouts
 from calibration.live.sft import warm_up
 from calibration.live.tokenizer import Tokenizer
 from calibration.run import measure
+from calibration.timing import _busy_s
 from rlsim.api import simulate, write_run
 from rlsim.config.loading import load_scenario
 from rlsim.cost.inference import InferenceCost
@@ -93,6 +95,11 @@ class ModeRun:
     engine_live_s: float = 0.0  # the live engine's iterations, measured
     engine_priced_s: float = 0.0  # the same iterations priced by the profile
     engine_iterations: int = 0
+    # Cores other processes of the machine kept busy during the live run (None: unknown)
+    other_cores: float | None = None
+    staleness_max: int = 0  # over the live run's trained samples
+    sim_staleness_max: int = 0
+    sim_outcomes: dict[str, Any] = field(default_factory=dict)  # async: the simulator's
 
     def comparison(self) -> dict[str, Any]:
         return {"live_step_s": self.live["step"], "sim_step_s": self.sim["step"],
@@ -114,9 +121,15 @@ class Validation:
     def mode_result(self, mode: str) -> dict[str, Any]:
         """Means over repeats, with each repeat's figures and the spread."""
         runs = self.runs[mode]
+        stale: dict[str, Any] = {
+            "other_cores_each": [r.other_cores for r in runs],
+            "staleness_max": max(r.staleness_max for r in runs),
+            "sim_staleness_max": max(r.sim_staleness_max for r in runs)}
+        if any(r.sim_outcomes for r in runs):
+            stale["sim_outcomes_each"] = [r.sim_outcomes for r in runs]
         first = runs[0].comparison()
         if len(runs) == 1:
-            return first | {"repeats": 1}
+            return first | {"repeats": 1} | stale
         live = [r.live["step"] for r in runs]
         sim = [r.sim["step"] for r in runs]
         errs = [r.comparison()["error"] for r in runs]
@@ -129,7 +142,7 @@ class Validation:
         return {"live_step_s": lm, "sim_step_s": sm, "error": _error(sm, lm), "phases": phases,
                 "repeats": len(runs), "live_step_s_each": live, "sim_step_s_each": sim,
                 "error_each": errs,
-                "live_step_s_spread": (max(live) - min(live)) / lm if lm else 0.0}
+                "live_step_s_spread": (max(live) - min(live)) / lm if lm else 0.0} | stale
 
     def engine_check(self, mode: str) -> dict[str, float | int | None]:
         runs = self.runs[mode]
@@ -142,12 +155,13 @@ class Validation:
         out: dict[str, Any] = {"modes": {m: self.mode_result(m) for m in self.runs}}
         for m in self.runs:
             out["modes"][m]["engine_iterations"] = self.engine_check(m)
-        if "sync" in self.runs and "one_off" in self.runs:
-            s, o = out["modes"]["sync"], out["modes"]["one_off"]
-            live_x = s["live_step_s"] / o["live_step_s"]
-            sim_x = s["sim_step_s"] / o["sim_step_s"]
-            out["speedup_one_off"] = {"live": live_x, "sim": sim_x,
-                                      "error": _error(sim_x, live_x)}
+        for mode in ("one_off", "async"):
+            if "sync" in self.runs and mode in self.runs:
+                s, o = out["modes"]["sync"], out["modes"][mode]
+                live_x = s["live_step_s"] / o["live_step_s"]
+                sim_x = s["sim_step_s"] / o["sim_step_s"]
+                out[f"speedup_{mode}"] = {"live": live_x, "sim": sim_x,
+                                          "error": _error(sim_x, live_x)}
         out["profile"] = self.profile_path
         out["quick"] = self.plan.quick
         return out
@@ -210,7 +224,11 @@ def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], pr
     cfg = replace(p.live, mode=mode)
     run_dir = out / f"{mode}-{repeat}"
     (run_dir / "sim").mkdir(parents=True, exist_ok=True)
-    result = run_live(cfg, state, progress)
+    with JobLoad() as load:
+        result = run_live(cfg, state, progress)
+    if load.cores is not None and load.cores > 0.25:
+        progress(f"{mode}: other processes kept {load.cores:.2f} cores busy during the live "
+                 "run; its phases ran slower than on a quiet machine")
     write_parquet(result.recorder, run_dir / "live.records.parquet")
     (run_dir / "live.json").write_text(json.dumps(result.summary(), indent=1) + "\n")
     write_rollouts(result, run_dir / "rollouts.jsonl")
@@ -223,7 +241,45 @@ def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], pr
     live_s, priced_s = price_iterations(result, profile)
     return ModeRun(phase_means(result.recorder), phase_means(sim.recorder),
                    [s.reward_mean for s in result.stats], str(run_dir),
-                   live_s, priced_s, len(result.iterations))
+                   live_s, priced_s, len(result.iterations), load.cores,
+                   staleness_max=max((s.staleness for s in result.stats), default=0),
+                   sim_staleness_max=max((int(s.attrs.get("staleness_max", 0))
+                                          for s in sim.recorder.spans if s.name == "train"),
+                                         default=0),
+                   sim_outcomes=_outcomes(sim.recorder))
+
+
+class JobLoad:
+    """Context manager: average cores that processes outside this one and its (joined)
+    children kept busy while the block ran, from /proc/stat (None where unavailable)."""
+
+    def __init__(self) -> None:
+        self.cores: float | None = None
+        self._start: tuple[float | None, float, float] = (None, 0.0, 0.0)
+
+    @staticmethod
+    def _own_s() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def __enter__(self) -> JobLoad:
+        self._start = (_busy_s(), self._own_s(), time.perf_counter())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy0, own0, wall0 = self._start
+        busy1, own1, wall1 = _busy_s(), self._own_s(), time.perf_counter()
+        if busy0 is None or busy1 is None or wall1 <= wall0:
+            return
+        self.cores = max(0.0, (busy1 - busy0) - (own1 - own0)) / (wall1 - wall0)
+
+
+def _outcomes(recorder: Recorder) -> dict[str, Any]:
+    """The async policy's count of attempts by how they ended (empty for other policies)."""
+    for r in recorder.instants:
+        if r.track == CONTROLLER and r.name == "outcomes":
+            return dict(r.attrs)
+    return {}
 
 
 def price_iterations(result: LiveResult, profile: Profile) -> tuple[float, float]:
@@ -258,5 +314,5 @@ def check_modes(mode: str) -> tuple[str, ...]:
     if mode == "all":
         return MODES
     if mode not in MODES:
-        raise ValueError(f"--mode must be sync, one_off or all, got {mode!r}")
+        raise ValueError(f"--mode must be {', '.join(MODES)} or all, got {mode!r}")
     return (mode,)

@@ -1,5 +1,6 @@
 """The live RL system: tokenizer, tasks, sandbox, engine batching and KV logic, GRPO maths,
-the recorded phases of both modes, and a seconds-long `rlsim validate` smoke run."""
+the recorded phases of every mode, the async mode's live run, and a seconds-long
+`rlsim validate` smoke run."""
 
 from __future__ import annotations
 
@@ -124,6 +125,28 @@ def test_engine_stops_on_eos_and_on_context_length(model: TinyLM) -> None:
     assert r2.context == 6  # the cache holds max_len positions
 
 
+def test_engine_abort_and_resume_matches_an_uninterrupted_run(model: TinyLM) -> None:
+    # The async mode's partial rollout: abort everything at an iteration boundary, resubmit
+    # each request as prompt + partial output (KV recomputed by prefill) for what is left.
+    # With the same weights, the stitched output equals greedy decoding without the abort.
+    engine = Engine(model, max_running=2, max_len=40, temperature=0, stop_on_eos=False)
+    reqs = [GenRequest(i, [BOS, *range(3, 5 + i)], max_new=8) for i in range(3)]
+    for r in reqs:
+        engine.submit(r)
+    for _ in range(3):
+        engine.step()
+    aborted = engine.abort()
+    assert engine.idle and [r.rid for r in aborted] == [2, 0, 1]  # waiting, then running
+    assert [len(r.output) for r in aborted] == [0, 3, 3]
+    resumed = [GenRequest(r.rid, r.prompt + r.output, r.max_new - len(r.output))
+               for r in aborted]
+    for r in resumed:
+        engine.submit(r)
+    engine.run()
+    for old, new in zip(aborted, resumed, strict=True):
+        assert old.output + new.output == _greedy_reference(model, old.prompt, old.max_new)
+
+
 def test_engine_rejects_prompts_that_do_not_fit(model: TinyLM) -> None:
     engine = Engine(model, max_running=1, max_len=8)
     with pytest.raises(ValueError, match="prompt of 8 tokens"):
@@ -227,10 +250,11 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
     live = LiveConfig(steps=2, prompts_per_step=3, samples_per_prompt=2, max_running=4,
                       max_response_len=6, max_len=40, reward_workers=1, env_workers=2,
                       lm=replace(SMALL, max_positions=40))
-    p = Plan(("sync", "one_off"), quick=True, repeats=1, live=live, sft_steps=2, sft_batch=4)
+    p = Plan(("sync", "one_off", "async"), quick=True, repeats=1, live=live, sft_steps=2,
+             sft_batch=4)
     v = validate(p, tmp_path, progress=lambda line: None)
     data = v.as_json()
-    for mode in ("sync", "one_off"):
+    for mode in ("sync", "one_off", "async"):
         r = data["modes"][mode]
         assert r["live_step_s"] > 0 and r["sim_step_s"] > 0
         assert set(r["phases"]) == {"gen", "reward", "ref", "train", "weight_sync"}
@@ -238,10 +262,56 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
         assert e["iterations"] > 0 and e["live_s"] > 0 and e["priced_s"] > 0
         run = tmp_path / f"{mode}-0"
         assert (run / "sim" / "summary.json").exists()
-        assert len((run / "rollouts.jsonl").read_text().splitlines()) == 2 * 3
-    assert "speedup_one_off" in data
+        # async records every launched batch: steps + alpha of them
+        batches = 3 if mode == "async" else 2
+        assert len((run / "rollouts.jsonl").read_text().splitlines()) == batches * 3
+    a = data["modes"]["async"]
+    assert a["phases"]["reward"]["error"] is None  # scored during generation: no span
+    assert a["staleness_max"] <= 1 and a["sim_staleness_max"] <= 1
+    assert a["sim_outcomes_each"][0]["stale"] == 0
+    scen = (tmp_path / "async-0" / "scenario.yaml").read_text()
+    assert "name: async" in scen and "alpha: 1" in scen and "partial_rollout: true" in scen
+    assert "speedup_one_off" in data and "speedup_async" in data
     text = table(data)
     assert "one_off" in text and "weight_sync" in text
     md = markdown(v, 1.0)
-    assert "| sync | gen |" in md and "reward" in md
+    assert "| sync | gen |" in md and "| async | step |" in md.replace("**", "")
+    assert "reward" in md
     json.dumps(data)  # the --json output is serialisable
+
+
+def test_async_live_run_trains_every_sample_once_within_staleness() -> None:
+    """The live async mode (alpha = 1): batches 0 and 1 start at once, batch n + 2 after step
+    n's weight sync, each step trains complete groups of samples that started at most one
+    version earlier, no group twice, and records the same spans as the simulator."""
+    from calibration.live.runner import LiveConfig, run_live
+    from calibration.live.scenario import policy_dict, rollouts_lines
+    from rlsim.trace import CONTROLLER
+
+    torch.manual_seed(0)
+    lm = replace(SMALL, max_positions=40)
+    cfg = LiveConfig(mode="async", steps=3, prompts_per_step=3, samples_per_prompt=2,
+                     max_running=4, max_response_len=6, max_len=40, reward_workers=1,
+                     env_workers=1, lm=lm)
+    result = run_live(cfg, TinyLM(lm).state_dict())
+    trained = [key for step in result.trained for key in step]
+    assert len(trained) == len(set(trained)) == cfg.steps * cfg.prompts_per_step
+    for step, keys in enumerate(result.trained):
+        assert all(b <= step + cfg.alpha for b, _ in keys)  # never a batch not yet launched
+    assert result.stats[0].staleness == 0  # batch 0 ran on the first weights
+    assert all(0 <= s.staleness <= 1 and s.samples == 6 for s in result.stats)
+    spans = [s for s in result.recorder.spans if s.track == CONTROLLER]
+    for name in ("gen", "ref", "train", "weight_sync", "step"):
+        assert [s.attrs["step"] for s in spans if s.name == name] == [0, 1, 2]
+    assert not any(s.name == "reward" for s in spans)  # scored as samples finish
+    for s in spans:
+        if s.name == "train":
+            assert s.attrs["staleness_max"] <= 1
+    # Every launched batch (steps + alpha) is recorded in full, batch d at step d.
+    assert len(result.rollouts) == len(result.problems) == cfg.steps + cfg.alpha
+    assert all(len(b) == 6 and all(s.turns for s in b) for b in result.rollouts)
+    lines = rollouts_lines(result)
+    assert [line["step"] for line in lines] == [d for d in range(4) for _ in range(3)]
+    assert result.iterations and result.gen_iterations >= len(result.iterations)
+    assert policy_dict(result) == {"name": "async", "placement": "disaggregated",
+                                   "asynchronous": {"alpha": 1, "partial_rollout": True}}

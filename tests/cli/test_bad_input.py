@@ -153,9 +153,9 @@ def test_apostrophe_inside_a_value_is_plain_text(tmp_path, monkeypatch, capsys):
 
 
 def test_validate_rejects_an_unknown_mode(monkeypatch, capsys, tmp_path):
-    code, _, err = run_cli(["validate", "--mode", "async", "--out", str(tmp_path / "v")],
+    code, _, err = run_cli(["validate", "--mode", "tail_batching", "--out", str(tmp_path / "v")],
                            monkeypatch, capsys)
     assert code == 2
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "--mode" in lines[0] and "sync, one_off or all" in lines[0]
+    assert len(lines) == 1 and "--mode" in lines[0] and "sync, one_off, async or all" in lines[0]
     assert not (tmp_path / "v").exists()  # nothing written for a bad command line
