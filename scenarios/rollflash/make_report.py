@@ -11,7 +11,7 @@ next to the paper's numbers (docs/research/rollflash.md). Every figure is comput
 from the scenarios as committed. The paper's setups beyond its abstract are unread, so the
 scenarios hold documented defaults, and the report says which targets the paper's readable
 text confirms and what the setting the defaults miss would have to be.
-Run: `make rollflash-report` (about 4 minutes on 2 cores).
+Run: `make rollflash-report` (about 2 minutes on 2 cores).
 """
 
 from __future__ import annotations
