@@ -119,7 +119,9 @@ class LiveResult:
 
 
 # ---------------------------------------------------------------------- rollout process
-def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None:
+def _rollout_model(cfg: LiveConfig, flat: torch.Tensor) -> tuple[TinyLM, Callable[[], None]]:
+    """The rollout process's policy copy, loaded from the shared weights buffer, and the
+    function that reloads it (a weight sync)."""
     torch.set_num_threads(cfg.threads)
     model = TinyLM(cfg.lm)
     model.requires_grad_(False)
@@ -131,6 +133,11 @@ def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None
             p.copy_(v)
 
     load()
+    return model, load
+
+
+def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None:
+    model, load = _rollout_model(cfg, flat)
     gen = Generator(model, Tokenizer(), cfg.max_running, cfg.max_len, cfg.max_response_len,
                     cfg.max_turns, cfg.env_workers)
     gen.warm_up()
@@ -158,17 +165,7 @@ def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None
 def _rollout_async_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None:
     """The async rollout process: one `Streamer` serving the controller's messages at its
     engine's iteration boundaries."""
-    torch.set_num_threads(cfg.threads)
-    model = TinyLM(cfg.lm)
-    model.requires_grad_(False)
-    params = flat_params(model)
-    views = _views(flat, params)
-
-    def load() -> None:
-        for p, v in zip(params, views, strict=True):
-            p.copy_(v)
-
-    load()
+    model, load = _rollout_model(cfg, flat)
     st = Streamer(model, Tokenizer(), cfg.max_running, cfg.max_len, cfg.max_response_len,
                   cfg.max_turns, cfg.env_workers, cfg.reward_workers, cfg.prompts_per_step,
                   cfg.samples_per_prompt, cfg.alpha, seed=cfg.seed * 1000 + 999)
