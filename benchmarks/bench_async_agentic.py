@@ -10,24 +10,16 @@ over), scheduled events and events per second.
 from __future__ import annotations
 
 import json
-import resource
-import sys
-import time
 from pathlib import Path
+
+from timed_run import timed_run  # benchmarks/ is the script's directory
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "bench" / "async_agentic_1024.yaml"
 
 
 def main() -> dict[str, float]:
-    from rlsim.api import simulate
-    from rlsim.config.loading import load_scenario
-
-    scenario, base = load_scenario(SCENARIO, sys.argv[1:])
-    t0 = time.perf_counter()
-    result = simulate(scenario, base)
-    wall = time.perf_counter() - t0
-    s = result.summary
+    scenario, s, wall, peak_mb = timed_run(SCENARIO)
     out = {
         "benchmark": "async_agentic_1024",
         "steps": s["steps"],
@@ -35,7 +27,7 @@ def main() -> dict[str, float]:
         scenario.workload.samples_per_prompt,
         "wall_s": round(wall, 2),
         "steps_per_s": round(s["steps"] / wall, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": peak_mb,
         "attempts": sum((s["attempts"] or {}).values()),
         "events": s["events"],
         "events_per_s": round(s["events"] / wall),

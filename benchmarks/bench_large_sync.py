@@ -7,24 +7,16 @@ time, peak RSS, scheduled events, events per response and events per second.
 from __future__ import annotations
 
 import json
-import resource
-import sys
-import time
 from pathlib import Path
+
+from timed_run import timed_run  # benchmarks/ is the script's directory
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "bench" / "large_sync_1024.yaml"
 
 
 def main() -> dict[str, float]:
-    from rlsim.api import simulate
-    from rlsim.config.loading import load_scenario
-
-    scenario, base = load_scenario(SCENARIO, sys.argv[1:])
-    t0 = time.perf_counter()
-    result = simulate(scenario, base)
-    wall = time.perf_counter() - t0
-    s = result.summary
+    scenario, s, wall, peak_mb = timed_run(SCENARIO)
     responses = s["steps"] * scenario.workload.prompts_per_step * \
         scenario.workload.samples_per_prompt
     out = {
@@ -32,7 +24,7 @@ def main() -> dict[str, float]:
         "steps": s["steps"],
         "responses": responses,
         "wall_s": round(wall, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": peak_mb,
         "events": s["events"],
         "events_per_response": round(s["events"] / responses, 2),
         "events_per_s": round(s["events"] / wall),
