@@ -1,8 +1,8 @@
 """The scenario reference (docs/scenario.md), generated from the schema's own help text.
 
-Walks the pydantic models of `Scenario` and writes one table row per field: dotted path,
-type, default and description. `rlsim schema --markdown` prints it; a test keeps the
-checked-in copy current.
+Walks the pydantic models of `Scenario` (then of `FleetScenario`) and writes one table
+row per field: dotted path, type, default and description. `rlsim schema --markdown`
+prints it; a test keeps the checked-in copy current.
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from rlsim.config.scenario import Scenario
+from rlsim.config.fleet import FleetScenario
+from rlsim.config.hardware import ModelSpec
+from rlsim.config.scenario import (
+    PoolConfig,
+    RewardConfig,
+    RolloutConfig,
+    Scenario,
+    TrainConfig,
+)
+from rlsim.config.workload import WorkloadConfig
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -41,13 +50,18 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "")
 
 
-def _rows(model: type[BaseModel], prefix: str, seen: set[str]) -> list[str]:
+def _rows(model: type[BaseModel], prefix: str, seen: set[str],
+          shared: frozenset[type[BaseModel]] = frozenset()) -> list[str]:
+    """Rows of `model`'s fields, then of its nested sections (those in `shared` are only
+    named: their fields are in the single-job table)."""
     rows: list[str] = []
     nested: list[tuple[str, type[BaseModel]]] = []
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"
         if info.default is PydanticUndefined and info.default_factory is None:
             default = "required"
+        elif info.default is PydanticUndefined:
+            default = "(empty)"
         elif isinstance(info.default, BaseModel):
             default = "(section defaults)"
         else:
@@ -56,6 +70,8 @@ def _rows(model: type[BaseModel], prefix: str, seen: set[str]) -> list[str]:
         kind = _type_name(info.annotation).replace("NoneType", "None").replace("|", "\\|")
         rows.append(f"| `{path}` | {kind} | {default} | {desc} |")
         for sub in _models_in(info.annotation):
+            if sub in shared:
+                continue
             is_list = typing.get_origin(info.annotation) is list
             nested.append((f"{path}[]." if is_list else f"{path}.", sub))
     for sub_prefix, sub in nested:
@@ -65,7 +81,7 @@ def _rows(model: type[BaseModel], prefix: str, seen: set[str]) -> list[str]:
         seen.add(key)
         rows.append(f"| **{sub_prefix.rstrip('.')}** ({sub.__name__}) | | | "
                     f"{(sub.__doc__ or '').strip().splitlines()[0]} |")
-        rows.extend(_rows(sub, sub_prefix, seen))
+        rows.extend(_rows(sub, sub_prefix, seen, shared))
     return rows
 
 
@@ -82,4 +98,20 @@ def markdown() -> str:
         "| field | type | default | description |",
         "|---|---|---|---|",
     ]
-    return "\n".join(head + _rows(Scenario, "", set())) + "\n"
+    fleet = [
+        "",
+        "## Fleet scenarios (`kind: fleet`)",
+        "",
+        "Many jobs on a shared rollout pool and train pool (docs/fleet.md). A job's `model`,",
+        "`rollout`, `train`, `reward` and `workload` take the single-job fields above; its",
+        "`rollout.gpus` and `train.gpus` are whole nodes of the fleet's pools. A top-level",
+        "`trace: {path: FILE}` (CSV or Parquet: `name`, `arrival_s`, `template`, `slo`,",
+        "`steps` or `duration_h`, and dotted job fields as columns) adds one job per row.",
+        "",
+        "| field | type | default | description |",
+        "|---|---|---|---|",
+    ]
+    shared: frozenset[type[BaseModel]] = frozenset(
+        {PoolConfig, RolloutConfig, TrainConfig, RewardConfig, WorkloadConfig, ModelSpec})
+    return "\n".join(head + _rows(Scenario, "", set()) + fleet
+                     + _rows(FleetScenario, "", set(), shared)) + "\n"

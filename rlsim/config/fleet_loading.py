@@ -1,0 +1,151 @@
+"""Reading a fleet scenario: templates merged into jobs, a job-arrival trace expanded.
+
+Owns the steps between a fleet YAML file and a validated `FleetScenario`: `--set`
+overrides, `jobs[].template` (a deep merge of the named template under the job's own
+fields), and `trace` (a CSV or Parquet file whose rows become jobs). Errors name the field
+or the trace row, as `ScenarioError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.fleet import FleetScenario
+from rlsim.config.loading import apply_override, format_validation_error
+
+_RESERVED = {"name", "arrival_s", "template", "slo", "steps", "duration_h"}
+
+
+def is_fleet(data: Any) -> bool:
+    """Whether a parsed scenario mapping is a multi-job (fleet) scenario."""
+    return isinstance(data, dict) and data.get("kind") == "fleet"
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _from_template(job: dict[str, Any], templates: dict[str, Any], where: str) -> dict[str, Any]:
+    name = job.get("template")
+    if name is None:
+        return job
+    if name not in templates:
+        raise ScenarioError(f"{where}.template", f"no template named {name!r}; templates: "
+                            f"{', '.join(sorted(templates)) or 'none'}")
+    rest = {k: v for k, v in job.items() if k != "template"}
+    return _merge(templates[name], rest)
+
+
+def _read_templates(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ScenarioError("templates", f"cannot read {path}: {err.strerror}; give a YAML "
+                            "file relative to the scenario") from None
+    except yaml.YAMLError as err:
+        raise ScenarioError("templates", f"{path} is not valid YAML: {err}") from None
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return [dict(r) for r in pq.read_table(path).to_pylist()]
+    with path.open(newline="", encoding="utf-8") as f:
+        return [{k: yaml.safe_load(v) if v != "" else None for k, v in row.items()}
+                for row in csv.DictReader(f)]
+
+
+def _trace_jobs(spec: Any, base: Path) -> list[dict[str, Any]]:
+    if not isinstance(spec, dict) or "path" not in spec or set(spec) - {"path"}:
+        raise ScenarioError("trace", "give `trace: {path: FILE.csv}` (CSV or Parquet)")
+    path = base / str(spec["path"])
+    if not path.is_file():
+        raise ScenarioError("trace.path", f"{path} not found; give a CSV or Parquet file "
+                            "relative to the scenario")
+    jobs = []
+    for i, row in enumerate(_read_rows(path)):
+        where = f"trace row {i + 1}"
+        if row.get("name") is None or row.get("template") is None:
+            raise ScenarioError(where, "needs `name` and `template` columns")
+        job: dict[str, Any] = {"name": str(row["name"]), "template": row["template"]}
+        if row.get("arrival_s") is not None:
+            job["arrival"] = float(row["arrival_s"])
+        if row.get("slo") is not None:
+            job["slo"] = float(row["slo"])
+        if row.get("steps") is not None:
+            job["steps"] = int(row["steps"])
+        if row.get("duration_h") is not None:
+            job["duration"] = float(row["duration_h"]) * 3600.0
+        for key, value in row.items():
+            if key not in _RESERVED and value is not None:
+                try:
+                    apply_override(job, f"{key}={yaml.safe_dump(value).strip()}")
+                except ScenarioError as err:
+                    raise ScenarioError(f"{where}.{key}", err.message) from None
+        jobs.append(job)
+    if not jobs:
+        raise ScenarioError("trace.path", f"{path} has no rows")
+    return jobs
+
+
+def fleet_from_dict(data: dict[str, Any], overrides: list[str] | None = None,
+                    base_dir: Path | None = None,
+                    source: str | None = None) -> tuple[FleetScenario, Path]:
+    """Validate a fleet mapping (after overrides, templates and trace expansion)."""
+    data = copy.deepcopy(data)
+    base = base_dir or Path.cwd()
+    try:
+        for assignment in overrides or []:
+            apply_override(data, assignment)
+        templates = data.get("templates") or {}
+        if isinstance(templates, str):
+            templates = _read_templates(base / templates)
+            data["templates"] = templates
+        if not isinstance(templates, dict):
+            raise ScenarioError("templates", "must be a mapping of name -> partial job, or a "
+                                "YAML file of them")
+        jobs = data.get("jobs") or []
+        if not isinstance(jobs, list):
+            raise ScenarioError("jobs", "must be a list of jobs")
+        if "trace" in data:
+            jobs = jobs + _trace_jobs(data.pop("trace"), base)
+        data["jobs"] = [_from_template(j, templates, f"jobs.{i}") if isinstance(j, dict) else j
+                        for i, j in enumerate(jobs)]
+        scenario = FleetScenario.model_validate(data)
+    except ValidationError as err:
+        e = format_validation_error(err)
+        field, message = e.field, e.message
+        head, sep, rest = message.partition(": ")
+        if field == "scenario" and sep and " " not in head:  # a cross-field check's path
+            field, message = head, rest
+        raise ScenarioError(field, message, source) from None
+    except ScenarioError as err:
+        raise ScenarioError(err.field, err.message, err.source or source) from None
+    return scenario, base
+
+
+def load_fleet(path: str | Path, overrides: list[str] | None = None
+               ) -> tuple[FleetScenario, Path]:
+    """Read and validate a fleet scenario file; returns it with its base directory."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ScenarioError("", f"cannot read fleet scenario: {err}", str(path)) from None
+    if not is_fleet(data):
+        raise ScenarioError("kind", "a fleet scenario needs `kind: fleet`", str(path))
+    return fleet_from_dict(data, overrides, p.resolve().parent, str(path))
