@@ -87,7 +87,31 @@ def _run_one(path: Path, overrides: list[str], label: str, show_progress: bool) 
         bar.close()
 
 
+def _fleet_file(path: Path) -> bool:
+    """Whether `path` holds a multi-job (`kind: fleet`) scenario; False when unreadable
+    (the single-job loader then reports what is wrong with it)."""
+    import yaml
+
+    from rlsim.config.fleet_loading import is_fleet
+
+    try:
+        return is_fleet(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+
+
+def _run_fleet(path: Path, overrides: list[str]) -> Any:
+    from rlsim.config.fleet_loading import load_fleet
+    from rlsim.fleet import simulate_fleet
+
+    typer.echo(f"{path.stem}: profiling job shapes and simulating the fleet...", err=True)
+    scenario, base = load_fleet(path, overrides)
+    return simulate_fleet(scenario, base)
+
+
 def _format_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
+    from rlsim.report.text import aligned
+
     rows = [
         ("step time mean (s)", lambda s: f"{s['step_time_s']['mean']:.1f}"),
         ("step time p99 (s)", lambda s: f"{s['step_time_s']['p99']:.1f}"),
@@ -109,11 +133,7 @@ def _format_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
     rows.append(("speedup vs first", lambda s: f"{base / s['step_time_s']['mean']:.2f}x"
                  if s["step_time_s"]["mean"] else "-"))
     table = [["metric", *names]] + [[label, *(fn(s) for s in summaries)] for label, fn in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                       enumerate(zip(r, widths, strict=True))) for r in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return aligned(table)
 
 
 SetOpt = Annotated[list[str] | None, typer.Option(
@@ -134,6 +154,20 @@ def run(
     from rlsim.api import write_run
 
     path = scenario or _default_scenario()
+    if _fleet_file(path):
+        from rlsim.fleet.outputs import format_fleet_table, write_fleet_run
+
+        fleet = _run_fleet(path, _overrides(set_))
+        if out is not None:
+            write_fleet_run(fleet, out)
+        if as_json:
+            typer.echo(json.dumps(fleet.summary))
+            return
+        typer.echo(format_fleet_table([fleet.summary], [fleet.scenario.name]))
+        if out is not None:
+            typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "
+                       "trace.json, scenario.resolved.yaml)")
+        return
     result = _run_one(path, _overrides(set_), path.stem, True)
     if out is not None:
         write_run(result, out)
@@ -167,6 +201,13 @@ def compare(
             extra = _overrides([v]) if v else []
             label = path.stem + (f"[{v}]" if v else "")
             plans.append((path, common + extra, label))
+    fleets = [_fleet_file(p) for p, _, _ in plans]
+    if any(fleets):
+        if not all(fleets):
+            _fail("compare either single-job scenarios or fleet (kind: fleet) scenarios, "
+                  "not both")
+        _compare_fleets(plans, out, as_json)
+        return
     results = [_run_one(p, o, label, True) for p, o, label in plans]
     names = []
     for i, (res, (_, o, _)) in enumerate(zip(results, plans, strict=True)):
@@ -183,6 +224,28 @@ def compare(
     if out is not None:
         typer.echo(f"\nwrote {len(results)} run folders and the comparison "
                    f"{out / 'report.html'} under {out}/")
+
+
+def _compare_fleets(plans: list[tuple[Path, list[str], str]], out: Path | None,
+                    as_json: bool) -> None:
+    from rlsim.fleet.outputs import format_fleet_table, write_fleet_run
+
+    results = [_run_fleet(p, o) for p, o, _ in plans]
+    names = [label for _, _, label in plans]
+    if out is not None:
+        for i, res in enumerate(results):
+            write_fleet_run(res, out / f"{i}-{_slug(names[i])}", name=names[i])
+    summaries = [r.summary for r in results]
+    if as_json:
+        base = summaries[0]["cost"]["samples_per_usd"]
+        typer.echo(json.dumps({"runs": summaries, "ratios": [
+            {"name": n, "policy": s["policy"],
+             "samples_per_usd_vs_first": s["cost"]["samples_per_usd"] / base if base else 0.0}
+            for n, s in zip(names, summaries, strict=True)]}))
+        return
+    typer.echo(format_fleet_table(summaries, names))
+    if out is not None:
+        typer.echo(f"\nwrote {len(results)} run folders under {out}/")
 
 
 @app.command()

@@ -1,0 +1,54 @@
+"""Many RL jobs on shared rollout and train clusters (RollMux-style multiplexing).
+
+Owns the multi-job layer above the single-job simulator: `simulate_fleet` profiles every
+distinct job shape with rlsim's own single-job model (`profile`), places arriving jobs
+(`placement`), runs their phases on shared nodes in SimPy (`runtime`) and summarizes the
+records (`summary`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlsim.config.fleet import FleetScenario
+from rlsim.fleet.profile import JobProfile, Profiler
+from rlsim.fleet.runtime import FleetRun
+from rlsim.fleet.summary import summarize_fleet
+from rlsim.trace import Recorder
+
+
+@dataclass
+class FleetResult:
+    """One simulated fleet: its scenario, job profiles, records and summary."""
+
+    scenario: FleetScenario
+    profiles: dict[str, JobProfile]
+    recorder: Recorder
+    summary: dict[str, Any]
+
+
+def profile_jobs(scenario: FleetScenario, base_dir: Path | None = None,
+                 profiler: Profiler | None = None) -> dict[str, JobProfile]:
+    """Each job's profile (jobs of one shape share it); pass `profiler` to reuse its cache
+    across fleets."""
+    prof = profiler or Profiler(scenario, base_dir or Path.cwd())
+    return {job.name: prof.profile(job) for job in scenario.jobs}
+
+
+def simulate_fleet(scenario: FleetScenario, base_dir: Path | None = None,
+                   profiles: dict[str, JobProfile] | None = None) -> FleetResult:
+    """Simulate `scenario` under its fleet policy."""
+    wall0 = time.perf_counter()
+    profiles = profiles or profile_jobs(scenario, base_dir)
+    recorder = Recorder()
+    run = FleetRun(scenario, profiles, recorder)
+    run.run()
+    summary = summarize_fleet(recorder, scenario.policy.name, time.perf_counter() - wall0,
+                              run.decision_s)
+    return FleetResult(scenario, profiles, recorder, summary)
+
+
+__all__ = ["FleetResult", "JobProfile", "profile_jobs", "simulate_fleet"]
