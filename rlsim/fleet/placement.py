@@ -284,21 +284,25 @@ class GroupScheduler:
         return worst_bound
 
     def _cold_delays(self, members: list[Member]) -> list[float]:
-        """Each member's delay from other jobs' cold starts on its nodes: those already
-        charged, plus the newcomer's (the last member) on the nodes it shares with the
-        member; the newcomer is charged every sharing member's, which may still be
-        starting (the scheduler does not follow progress, so this errs on the safe side)."""
+        """Each member's one-off delays from jobs joining its nodes: those already charged,
+        plus the newcomer's (the last member) cold start and one of its phases on every
+        pool where they share a node (before the group's phases settle into their steady
+        order, a job can wait once for a whole phase of a neighbour). The newcomer is
+        charged the same of every member it joins (they may still be starting; the
+        scheduler does not follow progress, so this errs on the safe side)."""
         new = members[-1]
+        new_roll, new_train = new.demand.phases_s(False)
         out = []
         mine = 0.0
         for m in members[:-1]:
             delay = m.cold_delay_s
+            roll_s, train_s = m.demand.phases_s(False)
             if set(m.roll) & set(new.roll):
-                delay += new.demand.cold_roll_s
-                mine += m.demand.cold_roll_s
+                delay += new.demand.cold_roll_s + new_roll
+                mine += m.demand.cold_roll_s + roll_s
             if set(m.train) & set(new.train):
-                delay += new.demand.cold_train_s
-                mine += m.demand.cold_train_s
+                delay += new.demand.cold_train_s + new_train
+                mine += m.demand.cold_train_s + train_s
             out.append(delay)
         return [*out, mine]
 
