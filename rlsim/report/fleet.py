@@ -149,37 +149,44 @@ def write_fleet_report(name: str, summary: dict[str, Any], rec: Recorder, path: 
     write_atomic(render_fleet(name, summary, rec), path)
 
 
-def group_timeline_svg(rec: Recorder, gid: int, until_s: float, width_px: int = 900) -> str:
-    """A static SVG of group `gid`'s node timeline up to `until_s` (for markdown reports)."""
+def group_timeline_svg(rec: Recorder, gid: int, until_s: float, since_s: float = 0.0,
+                       width_px: int = 900) -> str:
+    """A static SVG of group `gid`'s node timeline from `since_s` to `until_s` (for markdown
+    reports); the legend wraps after eight jobs."""
     tracks, jobs, spans = group_spans(rec, gid, until_s)
-    row_h, left, top = 26, 130, 30
+    spans = [s for s in spans if s[4] > since_s]
+    per_row = 8
+    legend_rows = max(1, -(-len(jobs) // per_row))
+    row_h, left = 26, 130
+    top = 12 + 18 * legend_rows
     height = top + row_h * len(tracks) + 40
-    scale = (width_px - left - 20) / until_s
+    scale = (width_px - left - 20) / max(until_s - since_s, 1e-9)
     color = {j: run_color(i) for i, j in enumerate(jobs)}
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width_px}" height="{height}" '
            'font-family="sans-serif" font-size="12">',
            f'<rect width="{width_px}" height="{height}" fill="white"/>']
     for i, j in enumerate(jobs):
-        out.append(f'<rect x="{left + 90 * i}" y="8" width="12" height="12" '
-                   f'fill="{color[j]}"/><text x="{left + 90 * i + 16}" y="18">{esc(j)}</text>')
+        x, y = left + 90 * (i % per_row), 8 + 18 * (i // per_row)
+        out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{color[j]}"/>'
+                   f'<text x="{x + 16}" y="{y + 10}">{esc(j)}</text>')
     for r, track in enumerate(tracks):
         y = top + r * row_h
         out.append(f'<text x="4" y="{y + 17}">{esc(track.removeprefix("node."))}</text>')
         for t, job, kind, t0, t1 in spans:
             if t != track:
                 continue
-            x0 = left + t0 * scale
-            w = max(0.5, (min(t1, until_s) - t0) * scale)
+            a, b = max(t0, since_s), min(t1, until_s)
             op = {"switch": 0.3, "tail": 0.45}.get(kind, 1.0)
             h = row_h - 6 if kind != "tail" else (row_h - 6) / 2
-            out.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{w:.1f}" height="{h:.1f}" '
+            out.append(f'<rect x="{left + (a - since_s) * scale:.1f}" y="{y + 3}" '
+                       f'width="{max(0.5, (b - a) * scale):.1f}" height="{h:.1f}" '
                        f'fill="{color[job]}" fill-opacity="{op}"><title>{esc(job)} {kind} '
                        f'{t0:.0f}-{t1:.0f} s</title></rect>')
     axis_y = top + row_h * len(tracks) + 14
     for k in range(6):
-        at = until_s * k / 5
+        at = (until_s - since_s) * k / 5
         out.append(f'<text x="{left + at * scale:.0f}" y="{axis_y}" text-anchor="middle">'
-                   f'{at / 60:.0f} min</text>')
+                   f'+{at / 60:.0f} min</text>')
     out.append("</svg>")
     return "\n".join(out)
 
