@@ -1,5 +1,8 @@
 """Run every benchmark in benchmarks/ (one process each, pinned to one core when possible)
-and rewrite benchmarks/RESULTS.md with the figures, the machine and the commands."""
+and rewrite benchmarks/RESULTS.md with the figures, the machine and the commands.
+
+`python benchmarks/run_all.py bench_placement ...` runs only the named scripts and keeps the
+other benchmarks' sections of RESULTS.md as they were (each section says its own date)."""
 
 from __future__ import annotations
 
@@ -33,9 +36,27 @@ def verdict(value: float, target: float | tuple[str, float] | None) -> str:
     return f"{op} {bound:g} " + ("(met)" if met else "(MISSED)")
 
 
+def _kept_sections(names: set[str]) -> dict[str, list[str]]:
+    """The sections of the current RESULTS.md whose benchmark is not re-run."""
+    path = HERE / "RESULTS.md"
+    if not path.exists():
+        return {}
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), [])
+        if current is not None:
+            current.append(line)
+    return {k: v for k, v in sections.items() if k not in names}
+
+
 def main() -> None:
+    only = set(sys.argv[1:])
     rows = []
     for script in sorted(HERE.glob("bench_*.py")):
+        if only and script.stem not in only:
+            continue
         cmd = [sys.executable, str(script.relative_to(HERE.parent))]
         if os.path.exists("/usr/bin/taskset") and "ALL_CORES = True" not in script.read_text():
             cmd = ["taskset", "-c", "0", *cmd]
@@ -53,21 +74,29 @@ def main() -> None:
     lines = [
         "# Benchmark results",
         "",
-        f"Written by `make bench` on {time.strftime('%Y-%m-%d')}; machine: {cpu}, "
+        f"Written by `make bench` on {time.strftime('%Y-%m-%d')} (a section re-run alone with "
+        f"`python benchmarks/run_all.py NAME` gives its own date); machine: {cpu}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}. Each benchmark runs in its "
         "own process on one core (taskset) unless it needs them all (validate, sweep). "
         "This VM's timings vary 10-40% between runs.",
         "",
     ]
+    fresh: dict[str, list[str]] = {}
     for cmd, r in rows:
         target = TARGETS.get(r["benchmark"], {})
-        lines += [f"## {r['benchmark']}", "", f"Command: `{cmd}`", "",
-                  "| figure | value | target |", "|---|---|---|"]
+        section = [f"## {r['benchmark']}", "", f"Command: `{cmd}` ({time.strftime('%Y-%m-%d')})",
+                   "", "| figure | value | target |", "|---|---|---|"]
         for key, value in r.items():
             if key == "benchmark":
                 continue
-            lines.append(f"| {key} | {value} | {verdict(value, target.get(key))} |")
-        lines.append("")
+            section.append(f"| {key} | {value} | {verdict(value, target.get(key))} |")
+        section.append("")
+        fresh[r["benchmark"]] = section
+    sections = {**(_kept_sections(set(fresh)) if only else {}), **fresh}
+    for name in sorted(sections):
+        lines += sections[name]
+        if sections[name][-1] != "":
+            lines.append("")
     (HERE / "RESULTS.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
