@@ -153,8 +153,9 @@ def group_timeline_svg(rec: Recorder, gid: int, until_s: float, since_s: float =
                        width_px: int = 900) -> str:
     """A static SVG of group `gid`'s node timeline from `since_s` to `until_s` (for markdown
     reports); the legend wraps after eight jobs."""
-    tracks, jobs, spans = group_spans(rec, gid, until_s)
+    tracks, _, spans = group_spans(rec, gid, until_s)
     spans = [s for s in spans if s[4] > since_s]
+    jobs = sorted({s[1] for s in spans})  # the legend names only the jobs in the window
     per_row = 8
     legend_rows = max(1, -(-len(jobs) // per_row))
     row_h, left = 26, 130
