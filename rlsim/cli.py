@@ -286,6 +286,10 @@ def report(
             if not is_run_dir(d):
                 _fail(f"RUN_DIR: {d} has no summary.json: not a complete rlsim run folder; "
                       "run `rlsim run ... --out DIR` first")
+        fleets = [_fleet_file(d / "scenario.resolved.yaml") for d in dirs]
+        if any(fleets):
+            _fleet_report(dirs, fleets, out)
+            return
         runs = [load_run(d) for d in dirs]
         parents = {d.resolve().parent for d in dirs}
         target = out or (dirs[0] / "report.html" if len(dirs) == 1 else
@@ -294,6 +298,26 @@ def report(
             write_report(runs, target)
         except OSError as err:
             _fail(f"--out: cannot write {target}: {err.strerror or err}")
+    typer.echo(f"wrote {target}")
+
+
+def _fleet_report(dirs: list[Path], fleets: list[bool], out: Path | None) -> None:
+    """A saved fleet run's report (one folder: fleet reports are not compared yet)."""
+    import json as json_
+
+    from rlsim.report.fleet import write_fleet_report
+    from rlsim.trace.sinks import read_parquet
+
+    if len(dirs) > 1 or not all(fleets):
+        _fail("RUN_DIR: a fleet run folder is reported on its own; compare fleets with "
+              "`rlsim compare FLEET.yaml ...`")
+    summary = json_.loads((dirs[0] / "summary.json").read_text())
+    target = out or dirs[0] / "report.html"
+    try:
+        write_fleet_report(dirs[0].resolve().name, summary,
+                           read_parquet(dirs[0] / "records.parquet"), target)
+    except OSError as err:
+        _fail(f"--out: cannot write {target}: {err.strerror or err}")
     typer.echo(f"wrote {target}")
 
 
@@ -334,6 +358,9 @@ def sweep(
     from rlsim.sweep.display import ProgressBar, summary_lines
 
     check_executor(executor, jobs, address)
+    if _fleet_file(scenario):
+        _fail(f"{scenario}: sweeps of fleet (kind: fleet) scenarios are not supported yet; "
+              "compare variants with `rlsim compare FLEET.yaml --variant key=value ...`")
     spec, ctx = build_spec(scenario, _overrides(set_), grid or [], random, range_ or [], reps)
     try:
         outcome = run_sweep(spec, ctx, out, executor=executor, jobs=jobs, address=address,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,28 @@ def test_shipped_fleet_scenarios_load(name: str) -> None:
         assert min(slos) >= 1.0 and max(slos) <= 2.0
         caps = [j.workload.max_response_len for j in scenario.jobs]
         assert min(caps) == 4096 and max(caps) == 32768
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rlsim.cli", *args], capture_output=True,
+                          text=True, check=False)
+
+
+def test_cli_runs_reports_and_refuses_to_sweep_a_fleet(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(base(jobs=[job("a", steps=3), job("b", steps=3)])))
+    out = tmp_path / "run"
+    proc = _cli("run", str(path), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["jobs"] == 2 and summary["policy"] == "multiplex"
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "records.parquet",
+                                               "report.html", "trace.json",
+                                               "scenario.resolved.yaml"}
+    again = _cli("report", str(out), "--out", str(tmp_path / "again.html"))
+    assert again.returncode == 0, again.stderr
+    assert "rlsim fleet report" in (tmp_path / "again.html").read_text()
+    sweep = _cli("sweep", str(path), "--grid", "profile_steps=2,3", "--out",
+                 str(tmp_path / "sweep"))
+    assert sweep.returncode == 2
+    assert "sweeps of fleet" in sweep.stderr and not (tmp_path / "sweep").exists()
