@@ -11,7 +11,7 @@ import gc
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,9 +128,10 @@ def write_comparison_report(results: list[RunResult], names: list[str], path: Pa
     write_report([_report_data(r, n) for r, n in zip(results, names, strict=True)], path)
 
 
-def write_run(result: RunResult, out_dir: Path, name: str | None = None) -> None:
-    """scenario.resolved.yaml, records.parquet, trace.json, report.html and, last,
-    summary.json. `name` labels the run in its report (default: the scenario's name)."""
+def write_run_folder(out_dir: Path, scenario: dict[str, Any], recorder: Recorder,
+                     summary: dict[str, Any], write_html: Callable[[Path], None]) -> None:
+    """A run folder: scenario.resolved.yaml, records.parquet, trace.json, the report that
+    `write_html` writes, and, last, summary.json (its presence marks a complete folder)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe = out_dir / ".rlsim-write-test"
@@ -139,13 +140,18 @@ def write_run(result: RunResult, out_dir: Path, name: str | None = None) -> None
     except OSError as err:
         raise ScenarioError("--out", f"cannot write run folder {str(out_dir)!r}: "
                             f"{err.strerror or err}") from None
-    _write_text(out_dir / "scenario.resolved.yaml",
-                yaml.safe_dump(result.scenario.dump(), sort_keys=False))
-    write_parquet(result.recorder, out_dir / "records.parquet")
-    write_chrome_trace(result.recorder, out_dir / "trace.json")
-    write_report([_report_data(result, name)], out_dir / "report.html")
-    # summary.json is written last: its presence marks a complete run folder.
-    _write_text(out_dir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+    _write_text(out_dir / "scenario.resolved.yaml", yaml.safe_dump(scenario, sort_keys=False))
+    write_parquet(recorder, out_dir / "records.parquet")
+    write_chrome_trace(recorder, out_dir / "trace.json")
+    write_html(out_dir / "report.html")
+    _write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+
+
+def write_run(result: RunResult, out_dir: Path, name: str | None = None) -> None:
+    """The run's folder (`write_run_folder`); `name` labels the run in its report (default:
+    the scenario's name)."""
+    write_run_folder(out_dir, result.scenario.dump(), result.recorder, result.summary,
+                     lambda path: write_report([_report_data(result, name)], path))
 
 
 def compare(results: list[RunResult]) -> dict[str, Any]:

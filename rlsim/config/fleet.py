@@ -19,6 +19,7 @@ from rlsim.config.scenario import (
     RewardConfig,
     RolloutConfig,
     TrainConfig,
+    unique_pools,
 )
 from rlsim.config.units import BytesPerSecond, Seconds
 from rlsim.config.workload import WorkloadConfig
@@ -201,11 +202,7 @@ class FleetScenario(_Frozen):
     @field_validator("pools")
     @classmethod
     def _unique_pools(cls, pools: list[PoolConfig]) -> list[PoolConfig]:
-        names = [p.name for p in pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
-        return pools
+        return unique_pools(pools)
 
     @model_validator(mode="after")
     def _jobs_fit_pools(self) -> FleetScenario:

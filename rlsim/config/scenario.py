@@ -87,6 +87,15 @@ class PoolConfig(_Frozen):
         return self.gpu_spec.usd_per_gpu_hour if p is None else p
 
 
+def unique_pools(pools: list[PoolConfig]) -> list[PoolConfig]:
+    """`pools`, or a ValueError naming the repeated pool names."""
+    names = [p.name for p in pools]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
+    return pools
+
+
 class RolloutConfig(_Frozen):
     """Rollout engines: vLLM/SGLang-like servers, one per `tp` GPUs."""
 
@@ -468,11 +477,7 @@ class Scenario(_Frozen):
     @field_validator("pools")
     @classmethod
     def _unique_pools(cls, pools: list[PoolConfig]) -> list[PoolConfig]:
-        names = [p.name for p in pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"pool names must be unique; repeated: {', '.join(dupes)}")
-        return pools
+        return unique_pools(pools)
 
     @model_validator(mode="after")
     def _rewards_name_tasks(self) -> Scenario:

@@ -7,40 +7,20 @@ side-by-side table the command line prints for one or several fleet runs.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from rlsim.config.errors import ScenarioError
+from rlsim.api import write_run_folder
 from rlsim.fleet import FleetResult
 from rlsim.report.fleet import write_fleet_report
-from rlsim.report.perfetto import write_chrome_trace
 from rlsim.report.text import aligned
-from rlsim.trace.sinks import write_parquet
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_fleet_run(result: FleetResult, out_dir: Path, name: str | None = None) -> None:
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ScenarioError("--out", f"cannot write run folder {str(out_dir)!r}: "
-                            f"{err.strerror or err}") from None
-    _write_text(out_dir / "scenario.resolved.yaml",
-                yaml.safe_dump(result.scenario.dump(), sort_keys=False))
-    write_parquet(result.recorder, out_dir / "records.parquet")
-    write_chrome_trace(result.recorder, out_dir / "trace.json")
-    write_fleet_report(name or result.scenario.name, result.summary, result.recorder,
-                       out_dir / "report.html")
-    _write_text(out_dir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+    """The fleet run's folder, as `rlsim run --out` writes any run's."""
+    write_run_folder(out_dir, result.scenario.dump(), result.recorder, result.summary,
+                     lambda path: write_fleet_report(name or result.scenario.name,
+                                                     result.summary, result.recorder, path))
 
 
 def format_fleet_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
