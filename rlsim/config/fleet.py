@@ -19,6 +19,7 @@ from rlsim.config.scenario import (
     RewardConfig,
     RolloutConfig,
     TrainConfig,
+    known_model,
     unique_pools,
 )
 from rlsim.config.units import BytesPerSecond, Seconds
@@ -58,12 +59,7 @@ class JobConfig(_Frozen):
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str | ModelSpec) -> str | ModelSpec:
-        if isinstance(value, str):
-            try:
-                lookup_model(value)
-            except KeyError as err:
-                raise ValueError(str(err.args[0])) from None
-        return value
+        return known_model(value)
 
     @model_validator(mode="after")
     def _steps_or_duration(self) -> JobConfig:

@@ -87,6 +87,16 @@ class PoolConfig(_Frozen):
         return self.gpu_spec.usd_per_gpu_hour if p is None else p
 
 
+def known_model(value: str | ModelSpec) -> str | ModelSpec:
+    """`value`, or a ValueError when a catalogue name is unknown (inline specs pass)."""
+    if isinstance(value, str):
+        try:
+            lookup_model(value)
+        except KeyError as err:
+            raise ValueError(str(err.args[0])) from None
+    return value
+
+
 def unique_pools(pools: list[PoolConfig]) -> list[PoolConfig]:
     """`pools`, or a ValueError naming the repeated pool names."""
     names = [p.name for p in pools]
@@ -467,12 +477,7 @@ class Scenario(_Frozen):
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str | ModelSpec) -> str | ModelSpec:
-        if isinstance(value, str):
-            try:
-                lookup_model(value)
-            except KeyError as err:
-                raise ValueError(str(err.args[0])) from None
-        return value
+        return known_model(value)
 
     @field_validator("pools")
     @classmethod
