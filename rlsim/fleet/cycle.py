@@ -3,7 +3,8 @@
 Owns the co-execution estimate the inter-group scheduler checks SLOs with (RollMux derives
 it "by simulating the intra-group schedule"), and the rate rule both it and the runtime use
 for a phase beside migrated tails (`stretched_s`). The estimate replays the runtime's rules
-with fixed phase times and no SimPy, so an admission test costs tens of microseconds:
+with fixed phase times and no SimPy (about half a millisecond for a group of three; the
+scheduler memoizes replays on `specs`, the group's shape without names or node ids):
 per-node FIFO queues; a phase takes its nodes one at a time in a global order, holding those
 it has; a phase starts with a warm start on every node whose last job was another; a
 rollout whose migration point comes while another phase waits on one of its nodes leaves
@@ -16,6 +17,7 @@ training as one phase on all the job's nodes.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,64 +63,72 @@ class CycleJob:
     migration_s: float = 0.0
 
 
-class _Group:
-    """The replay's state over integer node ids; `run` returns each job's iteration
-    completion times."""
+Spec = tuple[tuple[int, ...], tuple[int, ...], float, float, float, float, float, float,
+             float, float, float]
+"""One job as the replay needs it: its rollout and train node ids (numbered in the order
+gangs take them), then `CycleJob`'s seconds and shares from roll_s on."""
 
-    def __init__(self, jobs: Sequence[CycleJob], interleave: bool) -> None:
-        self.jobs = jobs
-        ids: dict[Node, int] = {}
-        for j in jobs:
-            for n in sorted(j.roll + j.train):
-                ids.setdefault(n, len(ids))
-        # per job: phases of (sorted node ids, seconds, warm start per node, is a rollout)
-        self.phases: list[list[tuple[list[int], float, list[float], bool]]] = []
-        for j in jobs:
-            roll = sorted(ids[n] for n in j.roll)
-            train = sorted(ids[n] for n in j.train)
-            if interleave:
-                self.phases.append([(roll, j.roll_s, [j.warm_roll_s] * len(roll), True),
-                                    (train, j.train_s, [j.warm_train_s] * len(train), False)])
-            else:
-                both = sorted(roll + train)
-                warm = [j.warm_roll_s if x in roll else j.warm_train_s for x in both]
-                self.phases.append([(both, j.roll_s + j.train_s, warm, False)])
-        count = len(ids)
-        self.holder = [-1] * count
-        self.last = [-1] * count
-        self.tails: list[list[tuple[float, float]]] = [[] for _ in range(count)]
-        self.waiting: list[deque[int]] = [deque() for _ in range(count)]
-        self.phase_at = [0] * len(jobs)
-        self.need_at = [0] * len(jobs)
-        self.events: list[tuple[float, int, int, int, float]] = []
-        self.seq = 0
 
-    def push(self, t: float, job: int, what: int, rest: float = 0.0) -> None:
-        heapq.heappush(self.events, (t, self.seq, job, what, rest))
-        self.seq += 1
+def specs(jobs: Sequence[CycleJob]) -> tuple[Spec, ...]:
+    """The jobs with their nodes renumbered: two groups with the same specs replay alike,
+    whatever their node ids and job names."""
+    ids: dict[Node, int] = {}
+    for j in jobs:
+        for n in sorted(j.roll + j.train):
+            ids.setdefault(n, len(ids))
+    return tuple((tuple(sorted(ids[n] for n in j.roll)), tuple(sorted(ids[n] for n in j.train)),
+                  j.roll_s, j.train_s, j.sync_s, j.warm_roll_s, j.warm_train_s, j.tail_at,
+                  j.tail_fraction, j.tail_stretch, j.migration_s) for j in jobs)
 
-    def take(self, job: int, now: float) -> None:
-        nodes, dur, warm, rollout = self.phases[job][self.phase_at[job]]
-        holder = self.holder
-        k = self.need_at[job]
-        while k < len(nodes):
+
+def _replay(jobs: tuple[Spec, ...], interleave: bool, iterations: int) -> list[list[float]]:
+    """Each job's iteration completion times, replayed until every job has done
+    `iterations`. One function with local state: this loop is most of a placement's cost."""
+    # per job: phases of (node ids in gang order, seconds, warm start per node, rollout?)
+    phases: list[list[tuple[tuple[int, ...], float, tuple[float, ...], bool]]] = []
+    count = 0
+    for roll, train, roll_s, train_s, _, warm_r, warm_t, *_rest in jobs:
+        count = max(count, *(x + 1 for x in roll + train))
+        if interleave:
+            phases.append([(roll, roll_s, (warm_r,) * len(roll), True),
+                           (train, train_s, (warm_t,) * len(train), False)])
+        else:
+            both = tuple(sorted(roll + train))
+            phases.append([(both, roll_s + train_s,
+                            tuple(warm_r if x in roll else warm_t for x in both), False)])
+    holder = [-1] * count
+    last = [-1] * count
+    tails: list[list[tuple[float, float]]] = [[] for _ in range(count)]
+    waiting: list[deque[int]] = [deque() for _ in range(count)]
+    phase_at = [0] * len(jobs)
+    need_at = [0] * len(jobs)
+    events: list[tuple[float, int, int, int, float]] = []
+    seq = itertools.count()
+    push = heapq.heappush
+    pop = heapq.heappop
+
+    def take(job: int, now: float) -> None:
+        nodes, dur, warm, rollout = phases[job][phase_at[job]]
+        k = need_at[job]
+        n = len(nodes)
+        while k < n:
             node = nodes[k]
             if holder[node] >= 0:
-                self.need_at[job] = k
-                self.waiting[node].append(job)
+                need_at[job] = k
+                waiting[node].append(job)
                 return
             holder[node] = job
             k += 1
-        self.need_at[job] = k
+        need_at[job] = k
         switch = 0.0
-        last = self.last
         for i, node in enumerate(nodes):
-            if last[node] not in (-1, job) and warm[i] > switch:
-                switch = warm[i]
-            last[node] = job
+            was = last[node]
+            if was != job:
+                if was != -1 and warm[i] > switch:
+                    switch = warm[i]
+                last[node] = job
         start = now + switch
         if rollout:
-            tails = self.tails
             work = dur
             for node in nodes:
                 if tails[node]:
@@ -126,16 +136,16 @@ class _Group:
                     tails[node] = live
                     if live:
                         dur = max(dur, stretched_s(start, work, live))
-            j = self.jobs[job]
-            if j.tail_at < 1.0 and j.tail_fraction < 1.0:
-                self.push(start + dur * j.tail_at, job, _THRESHOLD, dur * (1 - j.tail_at))
+            spec = jobs[job]
+            if spec[7] < 1.0 and spec[8] < 1.0:  # it migrates its tail
+                push(events, (start + dur * spec[7], next(seq), job, _THRESHOLD,
+                              dur * (1 - spec[7])))
                 return
-        self.push(start + dur, job, _END)
+        push(events, (start + dur, next(seq), job, _END, 0.0))
 
-    def release(self, job: int, now: float) -> None:
+    def release(job: int, now: float) -> None:
         woken = []
-        holder, waiting, need_at = self.holder, self.waiting, self.need_at
-        for node in self.phases[job][self.phase_at[job]][0]:
+        for node in phases[job][phase_at[job]][0]:
             queue = waiting[node]
             if queue:
                 nxt = queue.popleft()
@@ -145,52 +155,50 @@ class _Group:
             else:
                 holder[node] = -1
         for h in woken:  # each waited on one node; now it takes the rest of its gang
-            self.take(h, now)
+            take(h, now)
 
-    def advance(self, job: int, now: float) -> None:
+    def advance(job: int, now: float) -> None:
         """The job's current phase is over: queue its next phase, or sync."""
-        self.phase_at[job] += 1
-        self.need_at[job] = 0
-        if self.phase_at[job] == len(self.phases[job]):
-            self.phase_at[job] = 0
-            self.push(now + self.jobs[job].sync_s, job, _SYNCED)
+        phase_at[job] += 1
+        need_at[job] = 0
+        if phase_at[job] == len(phases[job]):
+            phase_at[job] = 0
+            push(events, (now + jobs[job][4], next(seq), job, _SYNCED, 0.0))
         else:
-            self.take(job, now)
+            take(job, now)
 
-    def run(self, iterations: int) -> list[list[float]]:
-        done: list[list[float]] = [[] for _ in self.jobs]
-        short = len(self.jobs)  # jobs with fewer than `iterations` iterations done
-        for i in range(len(self.jobs)):
-            self.take(i, 0.0)
-        events = self.events
-        pop = heapq.heappop
-        while events:
-            now, _, job, what, rest = pop(events)
-            if what == _END:
-                self.release(job, now)
-                self.advance(job, now)
-            elif what == _SYNCED:  # one iteration complete
-                done[job].append(now)
-                if len(done[job]) == iterations:
-                    short -= 1
-                    if not short:
-                        break
-                self.take(job, now)
-            elif what == _THRESHOLD:
-                j = self.jobs[job]
-                nodes = self.phases[job][self.phase_at[job]][0]
-                if any(self.waiting[n] for n in nodes):
-                    tail = rest * j.tail_stretch + j.migration_s
-                    for n in nodes:
-                        self.tails[n] = [x for x in self.tails[n] if x[0] > now]
-                        self.tails[n].append((now + tail, j.tail_fraction))
-                    self.release(job, now)
-                    self.push(now + tail, job, _TAIL_END)
-                else:
-                    self.push(now + rest, job, _END)
-            else:  # _TAIL_END
-                self.advance(job, now)
-        return done
+    done: list[list[float]] = [[] for _ in jobs]
+    short = len(jobs)  # jobs with fewer than `iterations` iterations done
+    for i in range(len(jobs)):
+        take(i, 0.0)
+    while events:
+        now, _, job, what, rest = pop(events)
+        if what == _END:
+            release(job, now)
+            advance(job, now)
+        elif what == _SYNCED:  # one iteration complete
+            times = done[job]
+            times.append(now)
+            if len(times) == iterations:
+                short -= 1
+                if not short:
+                    break
+            take(job, now)
+        elif what == _THRESHOLD:
+            spec = jobs[job]
+            nodes = phases[job][phase_at[job]][0]
+            if any(waiting[n] for n in nodes):
+                tail = rest * spec[9] + spec[10]
+                for n in nodes:
+                    tails[n] = [x for x in tails[n] if x[0] > now]
+                    tails[n].append((now + tail, spec[8]))
+                release(job, now)
+                push(events, (now + tail, next(seq), job, _TAIL_END, 0.0))
+            else:
+                push(events, (now + rest, next(seq), job, _END, 0.0))
+        else:  # _TAIL_END
+            advance(job, now)
+    return done
 
 
 _END, _SYNCED, _THRESHOLD, _TAIL_END = range(4)
@@ -202,10 +210,17 @@ def iteration_times(jobs: Sequence[CycleJob], interleave: bool = True,
     two (the start, all jobs queueing at once, is not the steady state), the replay running
     until every job has done `iterations` (jobs with other cycle times drift against each
     other, so a short window can miss the waits a long job meets)."""
-    done = _Group(jobs, interleave).run(iterations)
-    out = {}
-    for j, times in zip(jobs, done, strict=True):
+    times = spec_iteration_times(specs(jobs), interleave, iterations)
+    return {j.name: t for j, t in zip(jobs, times, strict=True)}
+
+
+def spec_iteration_times(jobs: tuple[Spec, ...], interleave: bool = True,
+                         iterations: int = 10) -> tuple[float, ...]:
+    """`iteration_times` of renumbered jobs (`specs`), in their order: what a cache of
+    replays keys on."""
+    out = []
+    for times in _replay(jobs, interleave, iterations):
         first = min(2, len(times) - 2) if len(times) > 2 else 0
-        out[j.name] = ((times[-1] - times[first]) / (len(times) - 1 - first)
-                       if len(times) > 1 else times[0])
-    return out
+        out.append((times[-1] - times[first]) / (len(times) - 1 - first)
+                   if len(times) > 1 else times[0])
+    return tuple(out)

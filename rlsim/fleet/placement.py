@@ -15,13 +15,15 @@ baselines that ignore SLOs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
 
-from rlsim.fleet.cycle import CycleJob, iteration_times
+from rlsim.fleet.cycle import CycleJob, Spec, spec_iteration_times, specs
 
 Kind = Literal["pack", "scale", "new"]
+REPLAY_CACHE = 20_000  # replays kept per scheduler (a few MB)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,10 @@ class Demand:
         whose order it cannot know)."""
         if worst:
             return self.roll_worst_s, self.train_worst_s
+        return self._longest
+
+    @cached_property
+    def _longest(self) -> tuple[float, float]:
         return (max(self.roll_seq, default=self.roll_mean_s),
                 max(self.train_seq, default=self.train_mean_s))
 
@@ -77,6 +83,11 @@ class Member:
     train: tuple[int, ...]
     cold_delay_s: float = 0.0
     """Cold starts of later jobs on this member's nodes: each holds a shared node once."""
+    nodes: tuple[tuple[str, int], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.nodes = tuple(("roll", n) for n in self.roll) + tuple(
+            ("train", n) for n in self.train)
 
 
 @dataclass
@@ -152,6 +163,7 @@ class GroupScheduler:
         self._agg: dict[bool, dict[tuple[str, int], list[float]]] = {True: {}, False: {}}
         self._host_used: dict[tuple[str, int], float] = {}
         self._limit_memo: dict[tuple[str, bool], tuple[float, float]] = {}
+        self._replays: dict[tuple[Spec, ...], tuple[float, ...]] = {}
 
     # ---------------------------------------------------------------- estimates
     def _node_load(self, jobs: list[Demand], role: str, worst: bool) -> float:
@@ -240,50 +252,68 @@ class GroupScheduler:
         allowed iteration (its SLO, less the one-off delays a joining job causes) is shorter
         than its own chain or the phase load of a node it uses (the paper's T_load against
         T_cycle). Only `d` and the members on its nodes change, so only they are checked.
-        Returns the largest worst-case bound, or None if one breaks an SLO."""
-        mine = [("roll", n) for n in roll] + [("train", n) for n in train]
-        touched = {d.name: Member(d, roll, train)}
-        for key in mine:
-            for j in self.node_jobs.get(key, []):
-                touched[j.name] = g.members[j.name]
-        order = [m for name, m in touched.items() if name != d.name] + [touched[d.name]]
-        delay = dict(zip([m.demand.name for m in order], self._cold_delays(order),
-                         strict=True))
+        Returns the largest worst-case bound, or None if one breaks an SLO. (The delays are
+        `_cold_delays`'s, computed here only for the members that share a node with `d`:
+        this test runs for every group at every arrival.)"""
+        node_jobs, members = self.node_jobs, g.members
+        others: dict[str, Member] = {}
+        shares_roll: set[str] = set()
+        shares_train: set[str] = set()
+        for role, nodes, shares in (("roll", roll, shares_roll), ("train", train, shares_train)):
+            for n in nodes:
+                for j in node_jobs.get((role, n), ()):
+                    others[j.name] = members[j.name]
+                    shares.add(j.name)
+        new_roll, new_train = d.phases_s(False)
+        my_delay = 0.0
+        delays: dict[str, float] = {}
+        for name, m in others.items():
+            md = m.demand
+            delay = m.cold_delay_s
+            roll_s, train_s = md.phases_s(False)
+            if name in shares_roll:
+                delay += d.cold_roll_s + new_roll
+                my_delay += md.cold_roll_s + roll_s
+            if name in shares_train:
+                delay += d.cold_train_s + new_train
+                my_delay += md.cold_train_s + train_s
+            delays[name] = delay
         worst_bound = 0.0
         for worst in (True, False) if self.check_mean else (True,):
             agg = self._agg[worst]
-            trial: dict[tuple[str, int], tuple[float, float]] = {}
-            for key in mine:
-                phase, warm = self._phase(d, key[0], worst)
-                a = agg.get(key)
-                if a is None:
-                    trial[key] = (phase, 1.0)
-                else:
-                    trial[key] = (a[0] + phase + a[1] + warm, a[2] + 1)
-
-            def load(key: tuple[str, int], trial: dict[tuple[str, int], tuple[float, float]]
-                     = trial, agg: dict[tuple[str, int], list[float]] = agg
-                     ) -> tuple[float, float]:
-                hit = trial.get(key)
-                if hit is not None:
-                    return hit
-                a = agg[key]
-                return (a[0] + (a[1] if a[2] > 1 else 0.0), a[2])
-
-            for m in touched.values():
+            trial: dict[tuple[str, int], float] = {}
+            for role, nodes in (("roll", roll), ("train", train)):
+                phase, warm = self._phase(d, role, worst)
+                for n in nodes:
+                    a = agg.get((role, n))
+                    trial[(role, n)] = phase if a is None else a[0] + phase + a[1] + warm
+            chain, limit = self._limits(d, worst)
+            if d.solo_jct_s > 0:  # the one-off delays, as the full check counts them
+                limit -= my_delay / d.solo_jct_s * chain
+            # no warm starts on the chain: a job that runs twice in a row on a node does
+            # not switch, so only the loads count them
+            bound = max(chain, *trial.values())
+            if bound > limit:
+                return None
+            if worst:
+                worst_bound = bound
+            for name, m in others.items():
                 md = m.demand
                 chain, limit = self._limits(md, worst)
-                if md.solo_jct_s > 0:  # the one-off delays, as the full check counts them
-                    limit -= delay[md.name] / md.solo_jct_s * chain
-                # no warm starts on the chain: a job that runs twice in a row on a node
-                # does not switch, so only the loads count them
-                loads = [load(("roll", n))[0] for n in m.roll]
-                loads += [load(("train", n))[0] for n in m.train]
-                bound = max([chain, *loads])
+                if md.solo_jct_s > 0:
+                    limit -= delays[name] / md.solo_jct_s * chain
+                bound = chain
+                for key in m.nodes:
+                    load = trial.get(key)
+                    if load is None:
+                        a = agg[key]
+                        load = a[0] + (a[1] if a[2] > 1 else 0.0)
+                    if load > bound:
+                        bound = load
                 if bound > limit:
                     return None
-                if worst:
-                    worst_bound = max(worst_bound, bound)
+                if worst and bound > worst_bound:
+                    worst_bound = bound
         return worst_bound
 
     def _cold_delays(self, members: list[Member]) -> list[float]:
@@ -316,17 +346,27 @@ class GroupScheduler:
         spread over its whole run."""
         delays = self._cold_delays(members)
         for worst in (False, True) if self.check_mean else (True,):  # typical binds more
-            times = iteration_times([self._cycle_job(m, worst) for m in members],
-                                    self.interleave)
-            for m, delay in zip(members, delays, strict=True):
+            times = self._replay(tuple(self._cycle_job(m, worst) for m in members))
+            for m, delay, time_s in zip(members, delays, times, strict=True):
                 d = m.demand
-                slowdown = times[d.name] / d.iter_s(worst)
+                slowdown = time_s / d.iter_s(worst)
                 if d.solo_jct_s > 0:
                     slowdown += delay / d.solo_jct_s
                 # the typical case keeps a margin: the run draws its iterations at random
                 if slowdown + (0.0 if worst else self.margin) > d.slo * (1 + 1e-9):
                     return False
         return True
+
+    def _replay(self, jobs: tuple[CycleJob, ...]) -> tuple[float, ...]:
+        """The members' iteration times (`cycle.iteration_times`), memoized on the group's
+        shape: the same group is often checked again for another arrival of a job type."""
+        key = specs(jobs)
+        hit = self._replays.get(key)
+        if hit is None:
+            if len(self._replays) >= REPLAY_CACHE:
+                self._replays.clear()  # simplest bound on memory; refilling is cheap
+            hit = self._replays[key] = spec_iteration_times(key, self.interleave)
+        return hit
 
     @staticmethod
     def _cycle_job(m: Member, worst: bool) -> CycleJob:

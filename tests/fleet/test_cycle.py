@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.fleet.cycle import CycleJob, iteration_times, stretched_s
+from rlsim.fleet.cycle import CycleJob, iteration_times, spec_iteration_times, specs, stretched_s
 
 R0, T0 = ("roll", 0), ("train", 0)
 
@@ -62,3 +62,16 @@ def test_migration_lets_the_next_rollout_start_early() -> None:
                             iterations=20)
     assert moved["a"] < plain["a"]
     assert plain["a"] == pytest.approx(200, rel=0.01)
+
+
+def test_the_replay_depends_on_the_group_shape_only() -> None:
+    """The scheduler memoizes replays on `specs`: renaming jobs and renumbering nodes (in
+    the same order) must give the same key and the same times."""
+    a = CycleJob("a", (("roll", 3), ("roll", 5)), (("train", 2),), 120, 40, 5, 2, 2)
+    b = CycleJob("b", (("roll", 5),), (("train", 2), ("train", 7)), 80, 90, 5, 2, 2)
+    x = CycleJob("x", (("roll", 10), ("roll", 11)), (("train", 0),), 120, 40, 5, 2, 2)
+    y = CycleJob("y", (("roll", 11),), (("train", 0), ("train", 1)), 80, 90, 5, 2, 2)
+    assert specs([a, b]) == specs([x, y])
+    ab, xy = iteration_times([a, b]), iteration_times([x, y])
+    assert (ab["a"], ab["b"]) == (xy["x"], xy["y"]) == spec_iteration_times(specs([a, b]))
+    assert specs([b, a]) != specs([a, b])  # the order is the replay's tie-break
