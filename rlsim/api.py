@@ -27,6 +27,7 @@ from rlsim.config.streams import stream
 from rlsim.entities.cluster import build_cluster
 from rlsim.policies import POLICIES, Phases
 from rlsim.policies.phases import Progress
+from rlsim.policies.recovery import Recovery
 from rlsim.report.html import write_report
 from rlsim.report.metrics import summarize
 from rlsim.report.perfetto import write_chrome_trace
@@ -64,6 +65,8 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
         raise ScenarioError("workload", str(err)) from None
     _check_recorded(scenario, workload, cluster.engines[0].kv_capacity)
     phases = Phases(cluster, progress)
+    if scenario.faults.any or scenario.recovery.trainer.checkpoint_every:
+        phases.recovery = Recovery(phases)
     policy, _ = POLICIES[scenario.policy.name]
     controller = env.process(policy(phases, workload))
     with _fewer_gc_passes():

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rlsim.config.faults import FaultsConfig, RecoveryConfig
 from rlsim.config.hardware import GpuSpec, ModelSpec, lookup_gpu, lookup_model
 from rlsim.config.units import Bytes, BytesPerSecond, Seconds
 from rlsim.config.workload import WorkloadConfig
@@ -473,6 +474,12 @@ class Scenario(_Frozen):
         "decode iteration (reference mode for tests).",
     )
     output: OutputConfig = Field(default=OutputConfig(), description="Recording detail.")
+    faults: FaultsConfig = Field(
+        default=FaultsConfig(),
+        description="Faults to inject (docs/faults.md); none by default.")
+    recovery: RecoveryConfig = Field(
+        default=RecoveryConfig(),
+        description="How each component kind recovers from its faults.")
 
     @field_validator("model")
     @classmethod
@@ -491,6 +498,21 @@ class Scenario(_Frozen):
         if unknown:
             raise ValueError(f"reward.by_task names {', '.join(unknown)}, not a task of "
                              f"workload.tasks ({', '.join(sorted(tasks)) or 'none'})")
+        return self
+
+    @model_validator(mode="after")
+    def _faults_supported(self) -> Scenario:
+        f = self.faults
+        if f.any and self.policy.name != "sync":
+            raise ValueError("faults: only policy.name sync runs with faults so far; set "
+                             "policy.name: sync or drop faults")
+        if f.env:
+            if self.workload.agentic is None:
+                raise ValueError("faults.env: environment faults need multi-turn "
+                                 "trajectories (workload.agentic)")
+            if self.policy.env_interaction != "per_trajectory":
+                raise ValueError("faults.env: environment faults need "
+                                 "policy.env_interaction: per_trajectory")
         return self
 
     @property

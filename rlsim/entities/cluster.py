@@ -111,6 +111,10 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     jc = scenario.reward.judge if scenario.uses_judge else None
     judge_cost, judge_kv, reserved = _judge_cost(scenario, rpool, profiles) if (
         jc is not None and jc.placement != "dedicated") else (None, 0, 0.0)
+    if scenario.recovery.engine.scheme == "shadow":
+        # Belayer's idle shadow shares the weights and the KV arena but holds its own
+        # context and workspace on every GPU: memory the KV cache gives up, faults or not
+        reserved += scenario.recovery.engine.shadow_memory
     engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
                                    "rollout.tp", reserved)
     longest = w.max_prompt_len + w.max_response_len

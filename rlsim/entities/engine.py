@@ -181,6 +181,8 @@ class RolloutEngine:
         self._seg_id = 0  # the segment in flight; its timer is stale once this moves on
         self._end = 0.0  # when the segment in flight ends
         self._split_t = -1.0  # when a batch change last cut the segment in flight
+        self.down = False  # crashed: admits nothing until `restart`
+        self.slowdown = 1.0  # fail-slow: every iteration takes this many times longer
         boot = simpy.Event(env)
         boot._ok, boot._value = True, None
         boot.callbacks.append(self._on_boot)
@@ -271,13 +273,43 @@ class RolloutEngine:
             self._emit_request(r)
         return aborted
 
+    def crash(self) -> list[Request]:
+        """Fail-stop now: every request on the engine, waiting or running, is taken off it
+        with the tokens generated so far (counted as `abort` counts them) and without
+        calling its on_done, since whoever recovers the engine decides its fate. The prefix
+        cache is lost, and the engine admits nothing until `restart`."""
+        reqs = [*self.waiting, *self.prefilling.values(), *self.decoding.values()]
+        hooks = [r.on_done for r in reqs]
+        for r in reqs:
+            r.on_done = None
+        self.down = True
+        lost = self.abort(reqs)
+        for r, hook in zip(reqs, hooks, strict=True):
+            r.on_done = hook
+        self._cache.clear()
+        self._cached_total = 0
+        self.recorder.instant(self._track, "crash", self.env._now, requests=len(lost))
+        return lost
+
+    def restart(self) -> None:
+        """Serve again after a crash (requests submitted meanwhile have waited)."""
+        self.down = False
+        self.recorder.instant(self._track, "restart", self.env._now)
+        self._poke(arrival=False)
+
+    def set_slowdown(self, factor: float) -> None:
+        """Run every iteration from the next one on `factor` times slower (1: healthy)."""
+        self.slowdown = factor
+        self.recorder.instant(self._track, "slowdown", self.env._now, factor=factor)
+        self._poke(arrival=False)
+
     # ------------------------------------------------------------------ internals
     def _poke(self, arrival: bool = True) -> None:
         """Wake an idle engine, or stop a multi-iteration segment after the iteration in
         flight so the batch can change. An arrival that could not be admitted anyway (FCFS
         queue already blocked, or the running cap reached) does not split the segment."""
         if self._sleeping:
-            if not self._wake_pending:
+            if not self._wake_pending and not self.down:
                 self._wake_pending = True
                 self._timers.call_in(0, self._on_wake_up)  # 0, not 0.0: as Event.succeed
             return
@@ -421,7 +453,7 @@ class RolloutEngine:
             r._prefill_done += take
             if left == take:
                 completed.append(r)
-        cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s
+        cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self.slowdown
         self.clock += 1
         self.iterations += 1
         for r in completed:
@@ -462,13 +494,15 @@ class RolloutEngine:
             return head_s
         if self.iteration_mode:
             self._set_segment(head_s, n)
-            dt = self.cost.step(bsz, k0).total_s
+            dt = self.cost.step(bsz, k0).total_s * self.slowdown
             self._seg_a, self._seg_b = dt, 0.0
             return head_s + dt
         ab = self._affine.get(bsz)
         if ab is None:
             ab = self._affine[bsz] = self.cost.decode_affine(bsz)
         a, b = ab
+        if self.slowdown != 1.0:
+            a, b = a * self.slowdown, b * self.slowdown
         self._seg_head_s = head_s
         self._seg_n = n
         self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
@@ -578,6 +612,10 @@ class RolloutEngine:
         """From a batch boundary: admit, preempt, and start the next segment, or go idle."""
         waiting, prefilling, decoding = self.waiting, self.prefilling, self.decoding
         now = self.env._now
+        if self.down:  # crashed: nothing runs until restart
+            self._go_idle()
+            self._sleeping = True
+            return
         while True:
             if waiting:
                 self._admit()
@@ -628,6 +666,8 @@ class RolloutEngine:
                     if ab is None:
                         ab = self._affine[n_dec] = self.cost.decode_affine(n_dec)
                     a, b = ab
+                    if self.slowdown != 1.0:
+                        a, b = a * self.slowdown, b * self.slowdown
                     self._seg_n = n
                     self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, n_dec
                     duration = 0.0 + (n * a + b * (n * k0 + n_dec * n * (n - 1) / 2))

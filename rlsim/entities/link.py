@@ -37,6 +37,13 @@ class Link:
         """Send `size_bytes`; the process ends when the last byte has arrived."""
         return self.env.process(self._transfer(size_bytes, label))
 
+    def set_bandwidth(self, bandwidth_bytes_per_s: float) -> None:
+        """Change the link's rate from now on (a fail-slow link, or its recovery); bytes
+        already sent are charged at the old rate."""
+        self._drain()
+        self.bandwidth = bandwidth_bytes_per_s
+        self._kick()
+
     def _transfer(self, size_bytes: float, label: str) -> Generator[simpy.Event, Any, float]:
         t0 = self.env.now
         if size_bytes > 0:

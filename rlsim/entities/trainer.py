@@ -44,41 +44,65 @@ class Trainer:
         self.recorder = recorder
         self.track = f"train.{name}"
         self._gpus = simpy.Resource(env, capacity=1)
+        self.slowdown = 1.0
+        """fail-slow: a pass that starts while this is above 1 takes this many times longer
+        (a straggler GPU holds every collective of the pass)."""
+        self._ops: list[simpy.Process] = []  # passes queued or running, for `kill`
 
     def train(self, tokens: int, seq_tokens: float | None = None,
               **attrs: Any) -> simpy.Process:
         """One optimizer step on `tokens` tokens in sequences whose attention costs as if
         each were `seq_tokens` long (None: the cost model's default length)."""
-        return self.env.process(self._busy(
+        return self._op(self._busy(
             "train", self.cost.train_step(tokens, seq_tokens).total_s, tokens=tokens, **attrs))
 
     def forward(self, tokens: int, label: str = "forward",
                 seq_tokens: float | None = None) -> simpy.Process:
         """A forward-only pass (log-prob inference) over `tokens` tokens."""
-        return self.env.process(self._busy(label, self.cost.forward_s(tokens, seq_tokens),
+        return self._op(self._busy(label, self.cost.forward_s(tokens, seq_tokens),
                                            tokens=tokens))
 
     def grads(self, tokens: int, seq_tokens: float | None = None,
               **attrs: Any) -> simpy.Process:
         """Forward and backward with the gradients accumulated, no optimizer step (a
         streamed micro-batch of the stream trainer)."""
-        return self.env.process(self._busy("grads", self.cost.grad_s(tokens, seq_tokens),
+        return self._op(self._busy("grads", self.cost.grad_s(tokens, seq_tokens),
                                            tokens=tokens, **attrs))
 
     def offload(self) -> simpy.Process:
-        return self.env.process(self._busy("offload", self.cost.offload_s(), compute=False))
+        return self._op(self._busy("offload", self.cost.offload_s(), compute=False))
 
     def reload(self) -> simpy.Process:
-        return self.env.process(self._busy("reload", self.cost.reload_s(), compute=False))
+        return self._op(self._busy("reload", self.cost.reload_s(), compute=False))
+
+    def kill(self) -> None:
+        """The trainer's processes die (a job restart): every pass queued or running
+        stops now, and what ran of it is recorded as busy time."""
+        for op in self._ops:
+            if op.is_alive:
+                op.interrupt("killed")
+        self._ops.clear()
+
+    def _op(self, body: Generator[simpy.Event, Any, float]) -> simpy.Process:
+        proc = self.env.process(body)
+        self._ops = [op for op in self._ops if op.is_alive]
+        self._ops.append(proc)
+        return proc
 
     def _busy(self, name: str, duration_s: float, compute: bool = True,
               **attrs: Any) -> Generator[simpy.Event, Any, float]:
         with self._gpus.request() as req:
-            yield req
             t0 = self.env.now
-            yield self.env.timeout(duration_s)
-            if compute:
+            try:
+                yield req
+                t0 = self.env.now
+                duration_s *= self.slowdown
+                yield self.env.timeout(duration_s)
+            except simpy.Interrupt:
+                attrs = {**attrs, "killed": True}
+            if compute and self.env.now > t0:
                 self.recorder.span(self.track, "busy", t0, self.env.now, pool=self.pool,
                                    gpus=self.gpus, work=name)
-            self.recorder.span(self.track, name, t0, self.env.now, **attrs)
+            if self.env.now > t0 or "killed" not in attrs:
+                self.recorder.span(self.track, name, t0, self.env.now, **attrs)
         return duration_s

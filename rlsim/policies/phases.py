@@ -25,6 +25,7 @@ from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.entities.env import EnvPool
+from rlsim.policies.recovery import RecoverableTrajectory, Recovery
 from rlsim.trace import CONTROLLER
 from rlsim.workload import PromptGroup, Turn
 
@@ -115,6 +116,10 @@ class Phases:
         self.progress = progress
         self._rid = 0
         self.rollout_loaded = True  # colocated engines start with weights resident
+        self.epoch = 0
+        """Moves on at every job restart (`recovery.Recovery.run_steps`): a phase of an
+        older epoch records nothing when it ends."""
+        self.recovery: Recovery | None = None
 
     def phase(self, name: str, step: int, body: Generator[simpy.Event, Any, Any],
               **attrs: Any) -> simpy.Process:
@@ -124,8 +129,10 @@ class Phases:
     def _timed(self, name: str, step: int, body: Generator[simpy.Event, Any, Any],
                attrs: dict[str, Any]) -> Generator[simpy.Event, Any, Any]:
         t0 = self.env.now
+        epoch = self.epoch
         result = yield from body
-        self.rec.span(CONTROLLER, name, t0, self.env.now, step=step, **attrs)
+        if epoch == self.epoch:
+            self.rec.span(CONTROLLER, name, t0, self.env.now, step=step, **attrs)
         return result
 
     # ------------------------------------------------------------------ gen
@@ -168,11 +175,19 @@ class Phases:
                     resets[self._rid] = g.reset_s[j]
                 reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
         barrier = Barrier(self.env, len(reqs))
+        position = -1  # the request's place in the batch: its fault draws' key
         for engine, chunk in self.engine_chunks(reqs):
             for req in chunk:
+                position += 1
                 sample_turns = multi.get(req.rid) if multi else None
                 if sample_turns is None:
                     req.on_done = barrier.arrive
+                elif self.recovery is not None:
+                    RecoverableTrajectory(
+                        self.recovery, (step, position), req.tag, req.prompt_tokens,
+                        sample_turns, rewards.get(req.rid), version, engine, self.next_rid,
+                        barrier.arrive, resets.get(req.rid, 0.0), Sample).start()
+                    continue
                 else:
                     # A multi-turn sample keeps its engine for every turn.
                     traj = _Trajectory(
@@ -394,8 +409,9 @@ class Phases:
 
     def _train(self, tokens: int, seq_tokens: float | None,
                step: int) -> Generator[simpy.Event, Any, None]:
+        epoch = self.epoch
         yield self.c.trainer.train(tokens, seq_tokens, step=step)
-        if self.progress is not None:
+        if self.progress is not None and epoch == self.epoch:
             self.progress(step + 1, self.c.scenario.steps)
 
     def weight_sync(self, step: int) -> simpy.Process:

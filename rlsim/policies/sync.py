@@ -19,16 +19,24 @@ from rlsim.workload import Workload
 
 def run_sync(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
     steps = ph.c.scenario.steps
-    colocated = ph.c.placement.colocated
+    if ph.recovery is not None and ph.recovery.restarts_job:
+        # trainer checkpoints, and restarts from the last one after a job fault
+        yield from ph.recovery.run_steps(steps, lambda step: _step(ph, workload, step))
+        return
     for step in range(steps):
-        t0 = ph.env.now
-        samples = yield ph.gen(step, workload.batch(step), version=step)
-        if colocated:
-            yield ph.switch(step, "train")
-        yield ph.reward(step, samples)
-        yield ph.ref(step, samples)
-        yield ph.train(step, samples, version=step)
-        if colocated:
-            yield ph.switch(step, "rollout")
-        yield ph.weight_sync(step)
-        ph.step_span(step, t0, samples=len(samples))
+        yield from _step(ph, workload, step)
+
+
+def _step(ph: Phases, workload: Workload, step: int) -> Generator[simpy.Event, Any, None]:
+    colocated = ph.c.placement.colocated
+    t0 = ph.env.now
+    samples = yield ph.gen(step, workload.batch(step), version=step)
+    if colocated:
+        yield ph.switch(step, "train")
+    yield ph.reward(step, samples)
+    yield ph.ref(step, samples)
+    yield ph.train(step, samples, version=step)
+    if colocated:
+        yield ph.switch(step, "rollout")
+    yield ph.weight_sync(step)
+    ph.step_span(step, t0, samples=len(samples))

@@ -26,9 +26,18 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
     """The run summary; every simulated figure comes from the records."""
-    steps = [s for s in recorder.spans if s.track == CONTROLLER and s.name == "step"]
+    rollbacks = [(i.t, int(i.attrs["to_step"])) for i in recorder.instants
+                 if i.track == CONTROLLER and i.name == "rollback"]
+
+    def kept(span: Any) -> bool:
+        """Whether a step's span counts: no job restart after it rolled its step back."""
+        step = int(span.attrs.get("step", -1))
+        return not any(t >= span.t1 and step >= to for t, to in rollbacks)
+
+    all_steps = [s for s in recorder.spans if s.track == CONTROLLER and s.name == "step"]
+    sim_time = max((s.t1 for s in all_steps), default=0.0)
+    steps = [s for s in all_steps if kept(s)] if rollbacks else all_steps
     n_steps = len(steps)
-    sim_time = max((s.t1 for s in steps), default=0.0)
     per_phase: dict[str, float] = defaultdict(float)
     samples = tokens = 0
     stale_sum = 0.0
@@ -39,6 +48,8 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         if s.name in PHASES:
             per_phase[s.name] += s.t1 - s.t0
         if s.name == "train":
+            if rollbacks and not kept(s):
+                continue
             n = int(s.attrs.get("samples", 0))
             samples += n
             tokens += int(s.attrs.get("tokens", 0))
@@ -54,9 +65,7 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
             for name, p in sorted(pools.items())}
     usd_per_hour = sum(p["gpus"] * p["usd_per_gpu_hour"] for p in pools.values())
     run_usd = usd_per_hour * sim_time / 3600.0
-    faults = [i for i in recorder.instants if i.name == "fault"]
-    recovered = [i for i in recorder.instants if i.name == "recovered"]
-    lost = sum((float(i.attrs.get("lost_work_s", 0.0)) for i in recovered), 0.0)
+    fault_summary = _faults(recorder, busy)
     ends = [i.attrs for i in recorder.instants if i.track == CONTROLLER
             and i.name == "outcomes"]
     attempts = ({k: int(ends[-1][k]) for k in ("trained", "stale", "cancelled", "leftover")}
@@ -76,8 +85,10 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
             "usd_per_1k_samples": run_usd / samples * 1000 if samples else 0.0,
         },
         "staleness": {"mean": stale_sum / samples if samples else 0.0, "max": stale_max},
-        "faults": {"injected": len(faults), "recovered": len(recovered), "lost_work_s": lost},
+        "faults": fault_summary,
         "goodput_samples_per_s": samples / sim_time if sim_time > 0 else 0.0,
+        "effective_training_time_ratio": (sum(s.t1 - s.t0 for s in steps) / sim_time
+                                          if sim_time > 0 else 0.0),
         "slo_attainment": None,
         # async: how every sample attempt ended (None for policies that drop nothing)
         "attempts": attempts,
@@ -85,4 +96,48 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
                      for name, p in sorted(pools.items())},
         "wall_s": wall_s,
         "events": events,
+    }
+
+
+def _faults(recorder: Recorder, busy: dict[str, float]) -> dict[str, Any]:
+    """Faults injected and recovered, per kind, with what they cost (docs/metrics.md)."""
+    faults = [i for i in recorder.instants if i.track == "faults" and i.name == "fault"]
+    recovered = [i for i in recorder.instants if i.track == "faults" and i.name == "recovered"]
+    by_kind: dict[str, dict[str, Any]] = {}
+    for kind in sorted({str(i.attrs["kind"]) for i in faults}):
+        mine = [i for i in recovered if i.attrs["kind"] == kind]
+        times = [float(i.attrs["recovery_s"]) for i in mine]
+        by_kind[kind] = {
+            "injected": sum(1 for i in faults if i.attrs["kind"] == kind),
+            "recovered": len(mine),
+            "recovery_s": {**_stats(times), "max": max(times, default=0.0)},
+        }
+    # work redone: tokens generated again (priced at the run's rollout GPU-seconds per
+    # generated token), GPUs idle while a component was down, trainer work rolled back
+    tokens = sum(int(i.attrs.get("lost_tokens", 0)) for i in faults + recovered)
+    generated = sum(int(s.attrs.get("tokens", 0)) for s in recorder.spans
+                    if s.name == "busy" and str(s.track).startswith("rollout."))
+    rollout_pools = {str(i.attrs["pool"]) for i in recorder.instants
+                     if i.track == "cluster" and i.name == "entity"
+                     and i.attrs.get("kind") == "engine"}
+    rollout_busy = sum(busy[p] for p in rollout_pools)
+    per_token = rollout_busy / generated if generated else 0.0
+    down = sum(float(i.attrs["recovery_s"]) * float(i.attrs.get("gpus", 0))
+               for i in recovered if i.attrs["kind"] == "engine"
+               and i.attrs.get("mitigation") is None and i.attrs.get("by") is None)
+    rolled = sum(float(i.attrs.get("lost_work_s", 0.0)) * float(i.attrs.get("gpus", 0))
+                 for i in recovered if i.attrs["kind"] == "trainer")
+    waits = [float(i.attrs["wait_s"]) for i in recorder.instants
+             if i.track == "faults" and i.name == "checkpoint_wait"]
+    return {
+        "injected": len(faults),
+        "recovered": len(recovered),
+        "open": len(faults) - len(recovered),
+        "by_kind": by_kind,
+        "lost_tokens": tokens,
+        "lost_env_s": sum(float(i.attrs.get("lost_env_s", 0.0)) for i in faults),
+        "lost_work_gpu_s": tokens * per_token + down + rolled,
+        "env_checkpoints": sum(1 for i in recorder.instants
+                               if i.track == "faults" and i.name == "checkpoint"),
+        "env_checkpoint_wait_s": sum(waits),
     }

@@ -12,7 +12,8 @@ from tests.cli.test_bad_input import run_cli
 from tests.scenarios import tiny, write
 
 SUMMARY_KEYS = {"steps", "sim_time_s", "step_time_s", "phase_time_s", "throughput", "gpu_util",
-                "cost", "staleness", "faults", "goodput_samples_per_s", "slo_attainment",
+                "cost", "staleness", "faults", "goodput_samples_per_s",
+                "effective_training_time_ratio", "slo_attainment",
                 "attempts", "profiles", "wall_s", "events"}
 
 

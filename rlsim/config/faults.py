@@ -1,0 +1,241 @@
+"""The fault and recovery sections of a scenario: what fails, when, and how it comes back.
+
+Owns the shape of `faults:` (per component kind, fail-stop or fail-slow faults given by a
+rate or by explicit times) and `recovery:` (the scheme each component kind recovers with,
+and the scheme's costs), with the checks that need no cost model. Fault times and draws
+are made in `rlsim.faults`; the mechanisms live in the entities and `policies/recovery.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rlsim.config.units import Bytes, Seconds
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
+                              allow_inf_nan=False)
+
+
+class FaultSpec(_Frozen):
+    """One kind of fault of one component kind: fail-stop or fail-slow, at a rate or at
+    given times."""
+
+    mode: Literal["stop", "slow"] = Field(
+        default="stop",
+        description="stop: the component dies (fail-stop) and its scheme recovers it; slow: "
+        "it runs `factor` times slower for `duration` (fail-slow).")
+    mtbf: Seconds | None = Field(
+        default=None, gt=0,
+        description="Mean time between faults of each instance (exponential gaps), e.g. "
+        "'6 h'. Engines, the trainer, links and GPUs.")
+    probability: float | None = Field(
+        default=None, gt=0, le=1,
+        description="Chance that one environment execution (a tool call between two turns) "
+        "fails. Environments only.")
+    times: list[Seconds] = Field(
+        default_factory=list,
+        description="Explicit fault times from the start of the run, e.g. ['120 s'].")
+    targets: list[int] = Field(
+        default_factory=lambda: [0],
+        description="With `times`: the instance each fault hits (engine or GPU index), "
+        "cycled over the times; default instance 0.")
+    factor: float = Field(
+        default=2.0, gt=1,
+        description="fail-slow: how many times longer the component takes while slow.")
+    duration: Seconds = Field(
+        default=600.0, gt=0, description="fail-slow: how long the slowdown lasts.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FaultSpec:
+        given = [n for n, v in (("mtbf", self.mtbf), ("probability", self.probability),
+                                ("times", self.times or None)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of mtbf, probability or times "
+                             f"(got {', '.join(given) or 'none'})")
+        if any(i < 0 for i in self.targets):
+            raise ValueError("`targets` lists instance indices (>= 0)")
+        return self
+
+
+class FaultsConfig(_Frozen):
+    """Faults to inject, per component kind. They are drawn from their own random streams,
+    so runs that differ only in recovery schemes see the same faults."""
+
+    engine: list[FaultSpec] = Field(
+        default_factory=list, description="Rollout engine faults (per engine).")
+    env: list[FaultSpec] = Field(
+        default_factory=list,
+        description="Environment container faults: fail-stop with a `probability` per "
+        "execution (multi-turn workloads).")
+    trainer: list[FaultSpec] = Field(
+        default_factory=list,
+        description="Trainer node faults: a fail-stop restarts the job from its last "
+        "checkpoint; a fail-slow slows every training pass (a straggler holds the "
+        "collectives).")
+    link: list[FaultSpec] = Field(
+        default_factory=list, description="Weight-sync link faults (fail-slow only).")
+    gpu: list[FaultSpec] = Field(
+        default_factory=list,
+        description="GPU faults, per GPU of the rollout GPUs then the training GPUs (`on` "
+        "counts that way): a rollout GPU's fault hits its engine, a training GPU's the "
+        "trainer.")
+
+    @model_validator(mode="after")
+    def _supported(self) -> FaultsConfig:
+        for i, f in enumerate(self.env):
+            if f.mode != "stop" or f.probability is None:
+                raise ValueError(f"faults.env.{i}: environment faults are fail-stop with a "
+                                 "`probability` per execution")
+        for kind in ("engine", "trainer", "link", "gpu"):
+            for i, f in enumerate(getattr(self, kind)):
+                if f.probability is not None:
+                    raise ValueError(f"faults.{kind}.{i}: `probability` is for environment "
+                                     "executions; give mtbf or times")
+        for i, f in enumerate(self.link):
+            if f.mode != "slow":
+                raise ValueError(f"faults.link.{i}: link faults are fail-slow (mode: slow)")
+        return self
+
+    @property
+    def any(self) -> bool:
+        return bool(self.engine or self.env or self.trainer or self.link or self.gpu)
+
+
+class EngineRecoveryConfig(_Frozen):
+    """How a crashed rollout engine comes back."""
+
+    scheme: Literal["cold_restart", "shadow"] = Field(
+        default="cold_restart",
+        description="cold_restart: detect, start a new engine (process, weights, warm-up), "
+        "re-run its in-flight requests from scratch. shadow (Belayer): a pre-started shadow "
+        "sharing the weights is promoted at the next poll; in-flight requests re-prefill "
+        "their logged prompt and generated tokens.")
+    detect_s: Seconds = Field(
+        default=10.0, ge=0,
+        description="cold_restart: time to notice a dead engine (health-check timeout).")
+    cold_start_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="Full engine start (process, weight load from storage, CUDA graphs, "
+        "warm-up); default the cost model's cold start of the engine.")
+    poll_s: Seconds = Field(
+        default=0.2, gt=0,
+        description="shadow: the watcher polls the primary this often; a fault is noticed "
+        "at the next poll.")
+    promote_s: Seconds = Field(
+        default=1.0, ge=0,
+        description="shadow: from noticing the fault to the shadow serving (Belayer's "
+        "heartbeat confirmation, 1 s in its code, then re-binding the server).")
+    token_log_every: int = Field(
+        default=256, ge=1,
+        description="shadow: generated tokens are logged every this many, so a promoted "
+        "shadow re-prefills an in-flight request's prompt plus its logged tokens and "
+        "regenerates the rest (Belayer's router: 256).")
+    shadow_memory: Bytes = Field(
+        default=2 * 2**30, ge=0,
+        description="shadow: GPU memory the idle shadow holds per GPU (its CUDA context and "
+        "workspace; weights are shared), taken from the engine's KV cache.")
+
+
+class CheckpointPolicyConfig(_Frozen):
+    """When an environment is checkpointed (at action boundaries only)."""
+
+    policy: Literal["never", "always", "every_k", "adaptive"] = Field(
+        default="adaptive",
+        description="never; always (after every execution); every_k (after every k-th); "
+        "adaptive (Belayer's adaptive risk: checkpoint when p_fail x P(the next LLM call "
+        "is still running when the snapshot ends) x the work a failure would redo exceeds "
+        "the snapshot's expected visible cost, once at least min_steps executions and "
+        "min_work_s of work have passed since the last checkpoint).")
+    k: int = Field(default=3, gt=0, description="every_k: checkpoint after every k-th "
+                   "execution.")
+    p_fail: float = Field(default=0.01, gt=0, le=1,
+                          description="adaptive: assumed failure chance per execution.")
+    min_steps: int = Field(default=4, ge=1,
+                           description="adaptive: executions between checkpoints, at least.")
+    min_work_s: Seconds = Field(
+        default=30.0, ge=0, description="adaptive: work between checkpoints, at least.")
+
+
+class EnvRecoveryConfig(_Frozen):
+    """How a trajectory whose environment container died comes back."""
+
+    scheme: Literal["restart", "checkpoint"] = Field(
+        default="restart",
+        description="restart: a new container from the base image, then the trajectory "
+        "runs again from its first turn (LLM turns included). checkpoint: restore the last "
+        "full checkpoint (process + file-system snapshot) and redo the turns after it.")
+    restart_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="Starting a new container from the base image; default the "
+        "trajectory's own environment reset (what starting it cost the first time).")
+    sandbox_bytes: Bytes = Field(
+        default=2 * 2**30, ge=0,
+        description="Size of a sandbox's file system and process state, for the "
+        "calibrated snapshot model (the rollout pool profile's sandbox_* constants).")
+    sandbox_files: int = Field(
+        default=50_000, ge=0, description="Files in a sandbox's tree, for the same model.")
+    checkpoint_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="checkpoint: taking one snapshot (process + file system); default the "
+        "calibrated model of sandbox_bytes and sandbox_files. It runs while the next LLM "
+        "call does; only the part past that call's response delays the trajectory.")
+    restore_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="checkpoint: restoring a snapshot into a new container; default the "
+        "calibrated model of sandbox_bytes and sandbox_files.")
+    checkpoints: CheckpointPolicyConfig = Field(
+        default=CheckpointPolicyConfig(), description="When to checkpoint.")
+
+
+class TrainerRecoveryConfig(_Frozen):
+    """Checkpointing of the trainer and restart of the job after a trainer fault."""
+
+    checkpoint_every: int | None = Field(
+        default=None, gt=0,
+        description="Steps between trainer checkpoints (one is written after every "
+        "checkpoint_every-th step); none: no checkpoints, so a trainer fault restarts the "
+        "job from its first step.")
+    checkpoint_write_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="Blocking time of one checkpoint write; default the trainer state over "
+        "`storage_bandwidth`.")
+    storage_bandwidth: float = Field(
+        default=5e9, gt=0,
+        description="Bytes per second the job's checkpoints are written and read at, for "
+        "the defaults of checkpoint_write_s and restart_s.")
+    detect_s: Seconds = Field(default=30.0, ge=0,
+                              description="Time to notice a dead trainer node.")
+    restart_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="Restarting the job after a trainer fault (new processes, checkpoint "
+        "read, engines started cold); default the checkpoint read plus an engine cold "
+        "start.")
+
+
+class SlowRecoveryConfig(_Frozen):
+    """What happens once a fail-slow component is noticed."""
+
+    detect_s: Seconds = Field(
+        default=60.0, ge=0, description="Time from a slowdown's onset until it is noticed.")
+    mitigation: Literal["none", "rebalance", "fail_stop"] = Field(
+        default="none",
+        description="none: live with it; rebalance: a slow engine's waiting requests move "
+        "to the other engines and it takes no new ones until it recovers; fail_stop: a slow "
+        "engine is treated as crashed (its recovery scheme replaces it).")
+
+
+class RecoveryConfig(_Frozen):
+    """Recovery scheme per component kind."""
+
+    engine: EngineRecoveryConfig = Field(default=EngineRecoveryConfig(),
+                                         description="Rollout engines.")
+    env: EnvRecoveryConfig = Field(default=EnvRecoveryConfig(),
+                                   description="Environment containers.")
+    trainer: TrainerRecoveryConfig = Field(default=TrainerRecoveryConfig(),
+                                           description="Trainer.")
+    slow: SlowRecoveryConfig = Field(default=SlowRecoveryConfig(),
+                                     description="Fail-slow components.")

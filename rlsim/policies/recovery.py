@@ -1,0 +1,526 @@
+"""Recovery: injects a scenario's faults into the running cluster and brings it back.
+
+Owns the recovery schemes, per component kind (docs/faults.md):
+- rollout engine: `cold_restart` (noticed after detect_s, a full cold start, in-flight
+  requests run again from scratch) or `shadow` (Belayer: noticed at the next poll, a
+  pre-started shadow promoted in promote_s, in-flight requests re-prefill their prompt and
+  logged tokens; the shadow then needs a cold start of its own before it covers another
+  fault, and costs KV memory all along, see `entities.cluster`);
+- environment: `restart` (a new container, the trajectory again from its first turn) or
+  `checkpoint` (restore the last snapshot, redo the turns after it), with the checkpoint
+  policies of `faults.checkpoint` (`RecoverableTrajectory`);
+- trainer: the job restarts from its last checkpoint (`run_steps`);
+- fail-slow engines, trainer and link: slower for a while, noticed after detect_s, then
+  mitigated or not.
+Every fault is recorded as a `fault` instant on the `faults` track and closed by a
+`recovered` instant (or a `lost` one) with what it cost, so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, cast
+
+import simpy
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.faults import FaultSpec
+from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.faults import env_exec_fault, fault_times, take_checkpoint
+from rlsim.trace import CONTROLLER
+from rlsim.workload import Turn
+
+if TYPE_CHECKING:
+    from rlsim.policies.phases import Phases, Sample
+
+TRACK = "faults"
+LLM_WINDOW = 256  # LLM call durations the adaptive checkpoint policy looks back on
+
+
+class Recovery:
+    """The faults of one run and the schemes that recover from them."""
+
+    def __init__(self, ph: Phases) -> None:
+        c = ph.c
+        self.ph = ph
+        self.env = c.env
+        self.rec = c.recorder
+        self.scenario = c.scenario
+        self.faults = c.scenario.faults
+        self.cfg = c.scenario.recovery
+        self.seed = c.scenario.seed
+        self.engines: list[RolloutEngine] = c.engines
+        ecfg = self.cfg.engine
+        self.cold_start_s = (ecfg.cold_start_s if ecfg.cold_start_s is not None
+                             else c.engine_cost.cold_start_s())
+        self.shadow_ready = [ecfg.scheme == "shadow"] * len(self.engines)
+        env_cfg = self.cfg.env
+        profile = c.engine_cost.profile
+        self.checkpoint_s = (env_cfg.checkpoint_s if env_cfg.checkpoint_s is not None
+                             else profile.sandbox_checkpoint_s(env_cfg.sandbox_bytes,
+                                                               env_cfg.sandbox_files))
+        self.restore_s = (env_cfg.restore_s if env_cfg.restore_s is not None
+                          else profile.sandbox_restore_s(env_cfg.sandbox_bytes,
+                                                         env_cfg.sandbox_files))
+        tcfg = self.cfg.trainer
+        state = c.train_cost.state_bytes_per_gpu() * c.placement.train_gpus
+        self.checkpoint_write_s = (tcfg.checkpoint_write_s if tcfg.checkpoint_write_s
+                                   is not None else state / tcfg.storage_bandwidth)
+        self.job_restart_s = (tcfg.restart_s if tcfg.restart_s is not None
+                              else state / tcfg.storage_bandwidth + self.cold_start_s)
+        self.llm_calls_s: deque[float] = deque(maxlen=LLM_WINDOW)
+        self.epoch = 0  # moves on at every job restart: work of an older epoch is void
+        self._ids = 0
+        self._open: dict[int, tuple[str, str, float]] = {}  # fail-stop faults: kind, mode, t
+        self._job_fault: simpy.Event = self.env.event()
+        self._restarting = False
+        self.rollout_gpus = c.placement.rollout_gpus
+        self.train_gpus = c.placement.train_gpus
+        self._start_injectors()
+
+    # ------------------------------------------------------------------ bookkeeping
+    @property
+    def env_faults(self) -> bool:
+        return bool(self.faults.env)
+
+    @property
+    def restarts_job(self) -> bool:
+        """Whether the job can restart from a checkpoint (trainer faults, or checkpoints to
+        write)."""
+        f = self.faults
+        return bool(f.trainer or f.gpu or self.cfg.trainer.checkpoint_every)
+
+    def fault(self, kind: str, target: int | str, mode: str = "stop", **attrs: Any) -> int:
+        """Record a fault; returns its id for the record that closes it."""
+        self._ids += 1
+        self.rec.instant(TRACK, "fault", self.env.now, id=self._ids, kind=kind,
+                         target=str(target), mode=mode, **attrs)
+        self._open[self._ids] = (kind, mode, self.env.now)
+        return self._ids
+
+    def recovered(self, fid: int, kind: str, since: float, **attrs: Any) -> None:
+        """Close fault `fid`: the component (or trajectory) is back where the fault found
+        it, `recovery_s` after the fault."""
+        if self._open.pop(fid, None) is None:
+            return  # already closed (by a job restart)
+        self.rec.instant(TRACK, "recovered", self.env.now, id=fid, kind=kind,
+                         recovery_s=self.env.now - since, **attrs)
+
+    def _close_by_restart(self) -> None:
+        """A job restart recovers every fail-stop fault still open: what they hit is void."""
+        for fid, (kind, mode, t0) in sorted(self._open.items()):
+            if mode == "stop":
+                self.recovered(fid, kind, t0, by="job_restart")
+
+    # ------------------------------------------------------------------ injection
+    def _start_injectors(self) -> None:
+        f = self.faults
+        n_engines = len(self.engines)
+        for si, spec in enumerate(f.engine):
+            self._check_on(spec, "engine", si, n_engines, "engines")
+            for i in range(n_engines):
+                self.env.process(self._inject(spec, "engine", si, i))
+        for si, spec in enumerate(f.trainer):
+            self._check_on(spec, "trainer", si, 1, "trainers")
+            self.env.process(self._inject(spec, "trainer", si, 0))
+        for si, spec in enumerate(f.link):
+            self._check_on(spec, "link", si, 1, "links")
+            self.env.process(self._inject(spec, "link", si, 0))
+        gpus = self.rollout_gpus + (0 if self.ph.c.placement.colocated else self.train_gpus)
+        for si, spec in enumerate(f.gpu):
+            self._check_on(spec, "gpu", si, gpus, "GPUs")
+            for g in range(gpus):
+                self.env.process(self._inject(spec, "gpu", si, g))
+
+    @staticmethod
+    def _check_on(spec: FaultSpec, kind: str, si: int, count: int, what: str) -> None:
+        if spec.times and max(spec.targets) >= count:
+            raise ScenarioError(f"faults.{kind}.{si}.targets",
+                                f"instance {max(spec.targets)} does not exist: the scenario has "
+                                f"{count} {what} (0 to {count - 1})")
+
+    def _inject(self, spec: FaultSpec, kind: str, si: int,
+                instance: int) -> Generator[simpy.Event, Any, None]:
+        for t in fault_times(spec, kind, si, instance, self.seed):
+            if t > self.env.now:
+                yield self.env.timeout(t - self.env.now)
+            self._hit(spec, kind, instance)
+
+    def _hit(self, spec: FaultSpec, kind: str, instance: int) -> None:
+        """One fault of `spec` on `instance` of `kind` now (a GPU's lands on its engine or
+        on the trainer)."""
+        if kind == "gpu":
+            if instance < self.rollout_gpus:
+                tp = self.scenario.rollout.tp
+                self._hit(spec, "engine", instance // tp)
+                if self.ph.c.placement.colocated:
+                    self._hit(spec, "trainer", 0)
+            else:
+                self._hit(spec, "trainer", 0)
+            return
+        if kind == "engine":
+            if spec.mode == "stop":
+                self.crash_engine(instance)
+            else:
+                self.env.process(self._slow_engine(instance, spec))
+        elif kind == "trainer":
+            if spec.mode == "stop":
+                self.fail_job("trainer")
+            else:
+                self.env.process(self._slow_trainer(spec))
+        elif kind == "link":
+            self.env.process(self._slow_link(spec))
+
+    # ------------------------------------------------------------------ engines
+    def crash_engine(self, i: int) -> None:
+        """Engine `i` dies now; its scheme brings it back (a fault on a dead engine, or
+        during a job restart, changes nothing)."""
+        engine = self.engines[i]
+        if engine.down or self._restarting:
+            return
+        fid = self.fault("engine", i)
+        lost = engine.crash()
+        self.env.process(self._recover_engine(fid, i, lost, self.env.now))
+
+    def _recover_engine(self, fid: int, i: int, lost: list[Request],
+                        t0: float) -> Generator[simpy.Event, Any, None]:
+        cfg = self.cfg.engine
+        engine = self.engines[i]
+        epoch = self.epoch
+        shadow = self.shadow_ready[i]
+        if shadow:
+            # the watcher notices at its next poll (strictly after the fault)
+            wait = cfg.poll_s - math.fmod(t0, cfg.poll_s)
+            yield self.env.timeout(wait + cfg.promote_s)
+            self.shadow_ready[i] = False
+            self.env.process(self._rearm_shadow(i))
+        else:
+            yield self.env.timeout(cfg.detect_s + self.cold_start_s)
+        if epoch != self.epoch:
+            return  # the job restarted meanwhile: it restarted this engine too
+        engine.slowdown = 1.0  # a replacement runs at full speed
+        engine.restart()
+        regenerate = reprefill = 0
+        # the oldest admissions first, as the engine had them
+        for r in sorted(lost, key=lambda r: (r.t_submit, r.rid)):
+            keep = (r.generated // cfg.token_log_every) * cfg.token_log_every if shadow else 0
+            keep = max(keep, r.prefix_tokens if shadow else 0)
+            regenerate += r.generated - keep
+            reprefill += r.prompt_tokens + keep
+            r.prefix_tokens = keep
+            engine.submit(r)
+        self.recovered(fid, "engine", t0, scheme="shadow" if shadow else "cold_restart",
+                       requests=len(lost), lost_tokens=regenerate, reprefill_tokens=reprefill,
+                       gpus=engine.gpus)
+
+    def _rearm_shadow(self, i: int) -> Generator[simpy.Event, Any, None]:
+        """After a promotion the engine has no shadow until a new one has cold-started."""
+        yield self.env.timeout(self.cold_start_s)
+        self.shadow_ready[i] = True
+
+    def _slow_engine(self, i: int, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
+        engine = self.engines[i]
+        if engine.down or engine.slowdown != 1.0:
+            return
+        t0 = self.env.now
+        fid = self.fault("engine", i, "slow", factor=spec.factor)
+        engine.set_slowdown(spec.factor)
+        scfg = self.cfg.slow
+        end = t0 + spec.duration
+        if scfg.mitigation != "none" and scfg.detect_s < spec.duration:
+            yield self.env.timeout(scfg.detect_s)
+            if scfg.mitigation == "fail_stop":
+                engine.set_slowdown(1.0)  # replaced: the recovery brings a healthy one
+                self.recovered(fid, "engine", t0, mitigation="fail_stop")
+                self.crash_engine(i)
+                return
+            self._rebalance(i)
+        if end > self.env.now:
+            yield self.env.timeout(end - self.env.now)
+        if engine.slowdown == spec.factor:
+            engine.set_slowdown(1.0)
+        self.recovered(fid, "engine", t0, mitigation=scfg.mitigation)
+
+    def _rebalance(self, i: int) -> None:
+        """Move a slow engine's waiting requests to the least-loaded healthy engines."""
+        slow = self.engines[i]
+        others = [e for e in self.engines if e is not slow and not e.down
+                  and e.slowdown == 1.0]
+        waiting = list(slow.waiting)
+        if not others or not waiting:
+            return
+        hooks = [r.on_done for r in waiting]
+        for r in waiting:
+            r.on_done = None
+        slow.abort(waiting)
+        for r, hook in zip(waiting, hooks, strict=True):
+            r.on_done = hook
+            r.prefix_tokens = r.generated
+            min(others, key=lambda e: (e.load, e.name)).submit(r)
+        self.rec.instant(TRACK, "rebalance", self.env.now, engine=i, requests=len(waiting))
+
+    # ------------------------------------------------------------------ trainer and link
+    def _slow_trainer(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
+        trainer = self.ph.c.trainer
+        if trainer.slowdown != 1.0:
+            return
+        t0 = self.env.now
+        fid = self.fault("trainer", 0, "slow", factor=spec.factor)
+        trainer.slowdown = spec.factor
+        scfg = self.cfg.slow
+        if scfg.mitigation == "fail_stop" and scfg.detect_s < spec.duration:
+            yield self.env.timeout(scfg.detect_s)
+            trainer.slowdown = 1.0
+            self.recovered(fid, "trainer", t0, mitigation="fail_stop")
+            self.fail_job("trainer")
+            return
+        yield self.env.timeout(spec.duration)
+        trainer.slowdown = 1.0
+        self.recovered(fid, "trainer", t0, mitigation="none")
+
+    def _slow_link(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
+        link = self.ph.c.link
+        t0 = self.env.now
+        fid = self.fault("link", link.name, "slow", factor=spec.factor)
+        healthy = link.bandwidth
+        link.set_bandwidth(healthy / spec.factor)
+        yield self.env.timeout(spec.duration)
+        link.set_bandwidth(healthy)
+        self.recovered(fid, "link", t0, mitigation="none")
+
+    # ------------------------------------------------------------------ job restarts
+    def fail_job(self, kind: str) -> None:
+        """A fault that restarts the whole job from its last checkpoint (`run_steps`)."""
+        if self._restarting or self._job_fault.triggered:
+            return
+        self._job_fault.succeed((self.fault(kind, 0), self.env.now))
+
+    def run_steps(self, steps: int, one_step: Callable[[int], Generator[simpy.Event, Any,
+                                                                        None]]
+                  ) -> Generator[simpy.Event, Any, None]:
+        """Run steps 0..steps-1 with trainer checkpoints every `checkpoint_every` steps;
+        a job fault abandons the step in flight, and after detection and a restart the job
+        goes on from the step after its last checkpoint."""
+        cfg = self.cfg.trainer
+        env = self.env
+        step = kept = 0
+        kept_at = 0.0  # when the last checkpoint was written (or the run began)
+        while step < steps:
+            proc = env.process(self._step(one_step, step))
+            fault = self._job_fault
+            yield proc | fault
+            if not fault.triggered:
+                step += 1
+                if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < steps:
+                    t0 = env.now
+                    yield env.timeout(self.checkpoint_write_s)
+                    self.rec.span(CONTROLLER, "checkpoint", t0, env.now, step=step - 1)
+                    kept, kept_at = step, env.now
+                continue
+            fid, t0 = cast(tuple[int, float], fault.value)
+            self._job_fault = env.event()
+            self._restarting = True
+            if proc.is_alive:
+                proc.interrupt("job restart")
+            self.epoch += 1
+            self.ph.epoch = self.epoch
+            dropped = self._kill_job()
+            self.rec.instant(CONTROLLER, "rollback", env.now, from_step=step, to_step=kept,
+                             lost_s=env.now - kept_at)
+            yield env.timeout(cfg.detect_s + self.job_restart_s)
+            for engine in self.engines:
+                engine.slowdown = 1.0
+                engine.restart()
+            self.ph.c.trainer.slowdown = 1.0
+            self._restarting = False
+            gpus = self.rollout_gpus + (0 if self.ph.c.placement.colocated
+                                        else self.train_gpus)
+            self.recovered(fid, "trainer", t0, lost_work_s=t0 - kept_at, gpus=gpus,
+                           rolled_back_steps=step - kept, dropped_requests=dropped)
+            self._close_by_restart()
+            step = kept
+
+    @staticmethod
+    def _step(one_step: Callable[[int], Generator[simpy.Event, Any, None]],
+              step: int) -> Generator[simpy.Event, Any, None]:
+        try:
+            yield from one_step(step)
+        except simpy.Interrupt:
+            return
+
+    def _kill_job(self) -> int:
+        """Every process of the job dies: engines lose their requests (the step that owned
+        them is void), the trainer stops; returns the requests dropped."""
+        dropped = 0
+        for engine in self.engines:
+            if not engine.down:
+                dropped += len(engine.crash())
+            else:
+                engine.waiting.clear()
+        self.ph.c.trainer.kill()
+        return dropped
+
+
+class RecoverableTrajectory:
+    """A multi-turn sample whose environment can fail and be recovered (the fault-aware
+    counterpart of `phases._Trajectory`, used when a scenario has faults).
+
+    Turn i runs on the trajectory's engine; then execution i (the environment step after
+    it) on the env pool. An execution fails with the fault stream's chance; the trajectory
+    then comes back by its environment scheme: a new container and every turn again
+    (LLM turns included), or the last snapshot restored and the turns after it. Snapshots
+    are taken at action boundaries (an execution has returned) while the next LLM call
+    runs; the next execution waits for the snapshot to end. The LLM context and the
+    environment always resume from the same turn (`check_consistent`).
+    """
+
+    def __init__(self, rec: Recovery, key: tuple[int, int], prompt_id: int,
+                 prompt_tokens: int, turns: tuple[Turn, ...], reward_s: float | None,
+                 version: int, engine: RolloutEngine, next_rid: Callable[[], int],
+                 arrive: Callable[[Sample], None], reset_s: float,
+                 make_sample: Callable[[int, int, int, int, float | None], Sample]) -> None:
+        self.rec = rec
+        self.key = key
+        self.prompt_id = prompt_id
+        self.prompt_tokens = prompt_tokens
+        self.turns = turns
+        self.reward_s = reward_s
+        self.version = version
+        self.engine = engine
+        self.next_rid = next_rid
+        self.arrive = arrive
+        self.reset_s = reset_s
+        self.make_sample = make_sample
+        self.epoch = rec.epoch
+        self.turn = 0  # the LLM turn running, or the execution after it
+        self.context = prompt_tokens
+        self.snapshot: tuple[int, int] | None = None  # (next turn, context) at the snapshot
+        self.snapshot_ready = 0.0  # when the snapshot in progress ends
+        self.attempts: dict[int, int] = {}  # execution -> runs so far
+        self.execs_since = 0
+        self.work_since_s = 0.0
+        self.turn_t0 = 0.0
+        self.open: list[tuple[int, int, float]] = []  # faults being recovered: (id, exec, t)
+
+    # -------------------------------------------------------------- life cycle
+    def start(self) -> None:
+        """Reset the environment (if it has a reset), then the first turn."""
+        if self.reset_s > 0:
+            self.rec.ph.c.env_pool.run_then(self.reset_s, self._submit_turn)
+        else:
+            self._submit_turn(None)
+
+    def _alive(self) -> bool:
+        return self.epoch == self.rec.epoch
+
+    def _submit_turn(self, _arg: Any) -> None:
+        if not self._alive():
+            return
+        self.turn_t0 = self.rec.env.now
+        self.engine.submit(Request(self.next_rid(), self.context,
+                                   self.turns[self.turn].response_tokens,
+                                   on_done=self.turn_done, tag=self.prompt_id,
+                                   cache_key=self))
+
+    def turn_done(self, req: Request) -> None:
+        if not self._alive():
+            return
+        now = self.rec.env.now
+        llm_s = now - self.turn_t0
+        self.rec.llm_calls_s.append(llm_s)
+        self.work_since_s += llm_s
+        turn = self.turns[self.turn]
+        self.context += req.generated + turn.obs_tokens
+        if self.turn == len(self.turns) - 1:
+            self.check_consistent()
+            self.arrive(self.make_sample(self.prompt_id, self.prompt_tokens,
+                                         self.context - self.prompt_tokens, self.version,
+                                         self.reward_s))
+            return
+        wait = self.snapshot_ready - now  # a snapshot still being taken holds the env
+        if wait > 0:
+            self.rec.rec.instant(TRACK, "checkpoint_wait", now, wait_s=wait)
+            self.rec.env.timeout(wait).callbacks.append(self._execute)
+        else:
+            self._execute(None)
+
+    def _execute(self, _event: Any) -> None:
+        if not self._alive():
+            return
+        i = self.turn
+        now = self.rec.env.now
+        still = []
+        for fid, target, t0 in self.open:  # back where a fault struck: recovered
+            if i >= target:
+                self.rec.recovered(fid, "env", t0, execution=target)
+            else:
+                still.append((fid, target, t0))
+        self.open = still
+        attempt = self.attempts.get(i, 0)
+        self.attempts[i] = attempt + 1
+        env_s = self.turns[i].env_s
+        share = env_exec_fault(self.rec.faults.env, self.rec.seed, self.key[0], self.key[1],
+                               i, attempt)
+        pool = self.rec.ph.c.env_pool
+        if share is None:
+            pool.run_then(env_s, self._executed, env_s)
+        else:
+            pool.run_then(env_s * share, self._failed, (now, env_s * share))
+
+    def _executed(self, env_s: float) -> None:
+        if not self._alive():
+            return
+        rec = self.rec
+        self.work_since_s += env_s
+        self.execs_since += 1
+        cfg = rec.cfg.env
+        if cfg.scheme == "checkpoint" and take_checkpoint(
+                cfg.checkpoints, self.execs_since, self.work_since_s, rec.checkpoint_s,
+                rec.llm_calls_s):
+            now = rec.env.now
+            self.snapshot = (self.turn + 1, self.context)
+            self.snapshot_ready = now + rec.checkpoint_s
+            self.execs_since = 0
+            self.work_since_s = 0.0
+            rec.rec.instant(TRACK, "checkpoint", now, duration_s=rec.checkpoint_s,
+                            turn=self.turn + 1)
+        self.turn += 1
+        self._submit_turn(None)
+
+    def _failed(self, job: tuple[float, float]) -> None:
+        if not self._alive():
+            return
+        t_start, done_s = job
+        rec = self.rec
+        i = self.turn
+        resume, context = (self.snapshot if self.snapshot is not None
+                           and rec.cfg.env.scheme == "checkpoint"
+                           else (0, self.prompt_tokens))
+        # the LLM turns from `resume` to i run again, and the executions between them
+        lost_tokens = sum(t.response_tokens for t in self.turns[resume:i + 1])
+        lost_env_s = sum(t.env_s for t in self.turns[resume:i]) + done_s
+        fid = rec.fault("env", f"{self.key[0]}/{self.key[1]}", execution=i,
+                        resume_turn=resume, lost_tokens=lost_tokens, lost_env_s=lost_env_s)
+        self.open.append((fid, i, t_start + done_s))
+        self.turn, self.context = resume, context
+        self.snapshot_ready = 0.0
+        self.execs_since = 0
+        self.work_since_s = 0.0
+        if resume == 0:
+            self.snapshot = None
+            restart = (rec.cfg.env.restart_s if rec.cfg.env.restart_s is not None
+                       else self.reset_s)
+            rec.ph.c.env_pool.run_then(restart, self._submit_turn)
+        else:
+            rec.ph.c.env_pool.run_then(rec.restore_s, self._submit_turn)
+
+    def check_consistent(self) -> None:
+        """The finished context is exactly the prompt, every turn's response and every
+        observation once: no turn lost or doubled by recoveries."""
+        expected = self.prompt_tokens + sum(t.response_tokens + t.obs_tokens
+                                            for t in self.turns)
+        if self.context != expected:
+            raise RuntimeError(f"trajectory {self.key}: context {self.context} tokens after "
+                               f"recovery, expected {expected}")
