@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -82,6 +82,9 @@ rollflash-report: $(STAMP)
 
 rollmux-report: $(STAMP)
 	$(BIN)/python scenarios/rollmux/make_report.py
+
+belayer-report: $(STAMP)
+	$(BIN)/python scenarios/belayer/make_report.py
 
 calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json

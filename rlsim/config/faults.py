@@ -84,6 +84,12 @@ class FaultsConfig(_Frozen):
         "counts that way): a rollout GPU's fault hits its engine, a training GPU's the "
         "trainer.")
 
+    scale: float = Field(
+        default=1.0, ge=0,
+        description="Multiplies every fault rate: MTBFs are divided by it and environment "
+        "probabilities multiplied (capped at 1); 0 injects no rate-based fault. Explicit "
+        "times are kept. For sweeping the failure rate with one key.")
+
     @model_validator(mode="after")
     def _supported(self) -> FaultsConfig:
         for i, f in enumerate(self.env):
@@ -103,6 +109,17 @@ class FaultsConfig(_Frozen):
     @property
     def any(self) -> bool:
         return bool(self.engine or self.env or self.trainer or self.link or self.gpu)
+
+    def scaled(self, spec: FaultSpec) -> FaultSpec | None:
+        """`spec` at this config's scale (None: a rate scaled to nothing)."""
+        if self.scale == 1.0 or spec.times:
+            return spec
+        if self.scale == 0.0:
+            return None
+        if spec.mtbf is not None:
+            return spec.model_copy(update={"mtbf": spec.mtbf / self.scale})
+        assert spec.probability is not None
+        return spec.model_copy(update={"probability": min(1.0, spec.probability * self.scale)})
 
 
 class EngineRecoveryConfig(_Frozen):

@@ -71,6 +71,8 @@ class Recovery:
         self.job_restart_s = (tcfg.restart_s if tcfg.restart_s is not None
                               else state / tcfg.storage_bandwidth + self.cold_start_s)
         self.llm_calls_s: deque[float] = deque(maxlen=LLM_WINDOW)
+        self.env_specs = [x for x in (self.faults.scaled(f) for f in self.faults.env)
+                          if x is not None]
         self.epoch = 0  # moves on at every job restart: work of an older epoch is void
         self._ids = 0
         self._open: dict[int, tuple[str, str, float]] = {}  # fail-stop faults: kind, mode, t
@@ -143,7 +145,10 @@ class Recovery:
 
     def _inject(self, spec: FaultSpec, kind: str, si: int,
                 instance: int) -> Generator[simpy.Event, Any, None]:
-        for t in fault_times(spec, kind, si, instance, self.seed):
+        scaled = self.faults.scaled(spec)
+        if scaled is None:
+            return
+        for t in fault_times(scaled, kind, si, instance, self.seed):
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
             self._hit(spec, kind, instance)
@@ -461,7 +466,7 @@ class RecoverableTrajectory:
         attempt = self.attempts.get(i, 0)
         self.attempts[i] = attempt + 1
         env_s = self.turns[i].env_s
-        share = env_exec_fault(self.rec.faults.env, self.rec.seed, self.key[0], self.key[1],
+        share = env_exec_fault(self.rec.env_specs, self.rec.seed, self.key[0], self.key[1],
                                i, attempt)
         pool = self.rec.ph.c.env_pool
         if share is None:

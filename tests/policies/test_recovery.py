@@ -169,9 +169,10 @@ def test_no_trajectory_vanishes_and_recoveries_resume_consistently(
             assert s.attrs["samples"] == batch  # every trajectory arrived, once
     faults = records(result, "fault")
     closed = {r["id"] for r in records(result, "recovered")}
-    gen_end = max(s.t1 for s in result.recorder.spans if s.name == "gen")
-    for f in faults:  # every fault is recovered, unless it came after the last rollout
-        assert f["id"] in closed or (f["kind"] == "engine" and f["t"] > gen_end)
+    end = result.summary["sim_time_s"]
+    for f in faults:  # every fault is recovered, or its engine was still coming back
+        # when the run ended (a recovery takes at most detect_s + cold_start_s, 30 s)
+        assert f["id"] in closed or (f["kind"] == "engine" and f["t"] + 30.0 > end)
         if f["kind"] == "env":
             assert 0 <= f["resume_turn"] <= f["execution"]
             if env == "restart" or policy == "never":
