@@ -7,6 +7,7 @@ interactive figures live in `figures` (plotly, HTML reports).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rlsim.report.page import esc
@@ -17,19 +18,29 @@ def _ticks(top: float, n: int = 5) -> list[float]:
     return [top * k / (n - 1) for k in range(n)]
 
 
+def nice_top(value: float) -> float:
+    """The smallest of 1, 1.2, 1.6, 2, 2.5, 3, 4, 5, 6, 8 x 10^k at or above `value` (> 0):
+    a round axis top whose quarters are round too."""
+    exp = math.floor(math.log10(value))
+    for m in (1.0, 1.2, 1.6, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        if m * 10**exp >= value * (1 - 1e-12):
+            return m * 10**exp
+    return 10.0 ** (exp + 1)
+
+
 def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
 def line_chart_svg(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], x_label: str,
                    y_label: str, width_px: int = 720, height_px: int = 340) -> str:
-    """One line per (label, points), points in x order; both axes from 0 to the largest
-    value (10% headroom on y)."""
+    """One line per (label, points), points in x order; both axes from 0 to a round value
+    above the largest (5% headroom on y)."""
     left, right, top, bottom = 70, 20, 40, 50
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
-    x_max = max(xs, default=1.0) or 1.0
-    y_max = (max(ys, default=1.0) or 1.0) * 1.1
+    x_max = nice_top(max(xs, default=1.0) or 1.0)
+    y_max = nice_top((max(ys, default=1.0) or 1.0) * 1.05)
     sx = (width_px - left - right) / x_max
     sy = (height_px - top - bottom) / y_max
     base = height_px - bottom

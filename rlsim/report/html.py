@@ -78,7 +78,10 @@ def _metric_groups(summaries: list[dict[str, Any]]) -> list[tuple[str, list[Metr
                        ("max (versions)", "staleness.max", "int", "lower")]),
         ("Faults", [("injected", "faults.injected", "int", None),
                     ("recovered", "faults.recovered", "int", None),
-                    ("lost work", "faults.lost_work_s", "s", "lower")]),
+                    ("lost work (GPU-s)", "faults.lost_work_gpu_s", "", "lower"),
+                    ("env checkpoints", "faults.env_checkpoints", "int", None),
+                    ("effective training time", "effective_training_time_ratio", "%",
+                     "higher")]),
         ("Simulation", [("events", "events", "int", None),
                         ("wall clock", "wall_s", "s", None)]),
     ]

@@ -54,7 +54,8 @@ MAX_MARKERS = 2000
 _NOT_MARKED = {"responses", "pool", "entity"}  # statistics or cluster facts, not events
 _MARKER_STYLE = {"abort": ("x", "#C62828"), "fault": ("star", "#C62828"),
                  "recovered": ("circle", "#2E7D32"), "decision": ("diamond", "#1f2430"),
-                 "preempt": ("triangle-down", "#E65100")}
+                 "preempt": ("triangle-down", "#E65100"), "crash": ("star", "#C62828"),
+                 "restart": ("circle", "#2E7D32"), "slowdown": ("triangle-up", "#E65100")}
 
 _GROUP_ORDER = ("controller", "rollout", "train", "reward", "env", "link")
 _MAX_LANES = 6

@@ -241,7 +241,7 @@ def _discussion(cold: float, shadow: float, env: float, overhead: float,
         "",
         "**Goodput.** A synchronous step waits for its longest trajectory, so a recovery "
         "costs the step only when it hits that trajectory or an engine serving it: "
-        f"Belayer's goodput is {100 * min(gaps):+.1f}% to {100 * max(gaps):+.1f}% of the "
+        f"Belayer's goodput is {100 * min(gaps):.1f}% to {100 * max(gaps):.1f}% above the "
         "baseline's over the failure rates swept (x0.5 to x8), the gap growing with the "
         "rate.",
         "",
