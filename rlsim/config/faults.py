@@ -33,7 +33,7 @@ class FaultSpec(_Frozen):
         description="Mean time between faults of each instance (exponential gaps), e.g. "
         "'6 h'. Engines, the trainer, links and GPUs.")
     probability: float | None = Field(
-        default=None, gt=0, le=1,
+        default=None, gt=0, lt=1,
         description="Chance that one environment execution (a tool call between two turns) "
         "fails. Environments only.")
     times: list[Seconds] = Field(

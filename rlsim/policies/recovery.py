@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 TRACK = "faults"
 LLM_WINDOW = 256  # LLM call durations the adaptive checkpoint policy looks back on
+MAX_ATTEMPTS = 1000  # runs of one execution before a trajectory is declared stuck
 
 
 class Recovery:
@@ -464,6 +465,12 @@ class RecoverableTrajectory:
                 still.append((fid, target, t0))
         self.open = still
         attempt = self.attempts.get(i, 0)
+        if attempt >= MAX_ATTEMPTS:
+            raise ScenarioError(
+                "faults.env", f"trajectory {self.key[1]} of step {self.key[0]} ran its "
+                f"execution {i} {MAX_ATTEMPTS} times without getting past it; the failure "
+                "probability is too high for its length (lower it, or recover from "
+                "checkpoints)")
         self.attempts[i] = attempt + 1
         env_s = self.turns[i].env_s
         share = env_exec_fault(self.rec.env_specs, self.rec.seed, self.key[0], self.key[1],

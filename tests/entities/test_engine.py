@@ -351,3 +351,56 @@ def test_request_count_follows_load(reqs, kv, cap, cuts):
     check()
     assert all(n == load for n, load in seen)
     assert eng.n_requests == 0
+
+
+def test_a_crash_takes_every_request_off_with_its_tokens_and_nothing_runs_until_restart(
+        toy_cost):
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", toy_cost, 10**6, 256, 8192, Recorder("request"))
+    done: list[Request] = []
+    reqs = [Request(i, 100, 1000, on_done=done.append) for i in range(3)]
+    late = Request(9, 50, 10, on_done=done.append)
+    taken: list[Request] = []
+
+    def script():
+        for r in reqs:
+            eng.submit(r)
+        yield env.timeout(3.0)
+        taken.extend(eng.crash())
+        assert eng.kv_used == 0 and eng.running == 0 and eng.n_requests == 0
+        eng.submit(late)  # queued, but a dead engine runs nothing
+        yield env.timeout(50.0)
+        assert late.status == "waiting" and not done
+        for r in taken:
+            r.prefix_tokens = r.generated  # re-prefill what was generated
+        eng.restart()
+        for r in taken:
+            eng.submit(r)
+
+    env.process(script())
+    env.run()
+    assert sorted(r.rid for r in taken) == [0, 1, 2]
+    assert all(0 < r.prefix_tokens < 1000 for r in taken)
+    assert sorted(r.rid for r in done) == [0, 1, 2, 9]  # each finished exactly once
+    assert all(r.generated == r.output_tokens for r in done)
+    assert min(r.t_finish for r in done) > 53.0
+    assert eng.kv_used == 0
+
+
+def test_a_slowdown_stretches_every_iteration_from_the_next_one(toy_cost):
+    _, _, (base,), _ = _run(toy_cost, [(200, 2000)], probe=False)
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", toy_cost, 10**7, 256, 8192, Recorder("phase"))
+    out: list[Request] = []
+
+    def slow_from(t: float):
+        yield env.timeout(t)
+        eng.set_slowdown(3.0)
+
+    eng.submit(Request(0, 200, 2000, on_done=out.append))
+    half = base.t_finish / 2
+    env.process(slow_from(half))
+    env.run()
+    # the second half runs 3x slower (up to the iteration in flight at the change)
+    assert out[0].t_finish == pytest.approx(half + 3 * (base.t_finish - half),
+                                            abs=3 * (toy_cost.a0 + 1e-4))

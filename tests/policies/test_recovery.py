@@ -225,3 +225,38 @@ def test_fault_targets_must_exist(changes: dict[str, Any], field: str) -> None:
 def test_unsupported_fault_setups_are_refused(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         scenario_from_dict(one_request(**changes))
+
+
+def phase_s(result: RunResult, name: str) -> float:
+    return sum(s.t1 - s.t0 for s in result.recorder.spans
+               if s.track == CONTROLLER and s.name == name)
+
+
+def test_fail_slow_components_stretch_their_phases_by_the_factor() -> None:
+    base = run(one_request())
+    slow = {"mode": "slow", "times": [0.0], "factor": 3, "duration": "10 h"}
+    result = run(one_request(faults={"engine": [slow], "trainer": [slow], "link": [slow]}))
+    for name in ("gen", "train", "ref", "weight_sync"):
+        expected = 3 * phase_s(base, name)
+        if name == "weight_sync":  # the link's fixed latency is not slowed
+            expected -= 2 * base.scenario.link.latency
+        assert phase_s(result, name) == pytest.approx(expected, rel=1e-6), name
+
+
+def test_a_slow_engine_treated_as_crashed_is_replaced_after_detection() -> None:
+    g = gen_s(run(one_request()))
+    result = run(one_request(
+        faults={"engine": [{"mode": "slow", "times": [0.0], "factor": 3, "duration": "1 h"}]},
+        recovery={"engine": {"detect_s": 10, "cold_start_s": 90},
+                  "slow": {"detect_s": 5, "mitigation": "fail_stop"}}))
+    # slow for 5 s, then a cold restart (10 + 90 s), then the response from scratch at speed
+    assert gen_s(result) == pytest.approx(5 + 100 + g, rel=1e-9)
+    kinds = [(f["kind"], f["mode"]) for f in records(result, "fault")]
+    assert kinds == [("engine", "slow"), ("engine", "stop")]
+
+
+def test_an_environment_that_keeps_failing_stops_the_run_with_a_clear_error() -> None:
+    data = agentic(faults={"env": [{"probability": 0.99}]})
+    with pytest.raises(ScenarioError) as err:
+        run(data)
+    assert err.value.field == "faults.env"
