@@ -175,6 +175,11 @@ class CheckpointPolicyConfig(_Frozen):
                            description="adaptive: executions between checkpoints, at least.")
     min_work_s: Seconds = Field(
         default=30.0, ge=0, description="adaptive: work between checkpoints, at least.")
+    weigh_by_llm: bool = Field(
+        default=True,
+        description="adaptive: weigh the benefit by P(the next LLM call outlasts the "
+        "snapshot), as Belayer's README and the issue state the rule; false: the rule of "
+        "Belayer's code, p_fail x work to redo against the expected visible cost.")
 
 
 class EnvRecoveryConfig(_Frozen):

@@ -24,7 +24,8 @@ def take_checkpoint(cfg: CheckpointPolicyConfig, execs_since: int, work_since_s:
 
     adaptive (Belayer's adaptive risk, as the issue states it): p_fail x P(the next LLM
     call is still running when the snapshot ends) x the work a failure would redo, against
-    the snapshot's expected visible part E[max(0, checkpoint_s - LLM call)].
+    the snapshot's expected visible part E[max(0, checkpoint_s - LLM call)]; without
+    `weigh_by_llm`, the rule of Belayer's code, which leaves out the probability.
     """
     if cfg.policy == "never":
         return False
@@ -37,6 +38,7 @@ def take_checkpoint(cfg: CheckpointPolicyConfig, execs_since: int, work_since_s:
     if not llm_calls_s:
         return True
     n = len(llm_calls_s)
-    still_running = sum(1 for t in llm_calls_s if t > checkpoint_s) / n
+    still_running = (sum(1 for t in llm_calls_s if t > checkpoint_s) / n
+                     if cfg.weigh_by_llm else 1.0)
     visible = sum(checkpoint_s - t for t in llm_calls_s if t < checkpoint_s) / n
     return cfg.p_fail * still_running * work_since_s > visible

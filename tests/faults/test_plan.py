@@ -75,3 +75,10 @@ def test_adaptive_checkpoints_when_the_risk_outweighs_the_visible_cost() -> None
 def test_bad_fault_specs_name_the_problem(data: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         FaultsConfig.model_validate(data)
+
+
+def test_the_code_rule_leaves_out_the_chance_that_the_llm_call_outlasts_the_snapshot() -> None:
+    cfg = CheckpointPolicyConfig(policy="adaptive", p_fail=0.01, weigh_by_llm=False)
+    # calls of 1 s leave 4 s visible: the code's rule pays it once 0.01 x work exceeds it
+    assert not take_checkpoint(cfg, 4, 399.0, 5.0, [1.0])
+    assert take_checkpoint(cfg, 4, 401.0, 5.0, [1.0])
