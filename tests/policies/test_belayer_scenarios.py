@@ -52,3 +52,15 @@ def test_the_belayer_schemes_cost_under_2_percent_without_faults() -> None:
 def test_the_report_script_loads() -> None:
     mod = load_script(HERE / "make_report.py", "belayer_make_report")
     assert mod.SCALES[0] == 0.0 and "adaptive" in dict(mod.POLICIES)
+
+
+def test_with_belayers_environment_fault_model_checkpoints_recover_1_5_to_3_5x_faster(
+        ) -> None:
+    """Golden: the Belayer scenarios run with Qwen3-32B at rollout TP 8 (Belayer's
+    environment-fault runs), seed 0; reports/belayer.md has the three-seed mean."""
+    mod = load_script(HERE / "make_report.py", "belayer_make_report_env")
+    times = []
+    for path in (BASELINE, BELAYER):
+        summary = simulate_file(path, list(mod.ENV_SETUP)).summary
+        times.append(summary["faults"]["by_kind"]["env"]["recovery_s"]["mean"])
+    assert 1.5 <= times[0] / times[1] <= 3.5
