@@ -260,3 +260,23 @@ def test_an_environment_that_keeps_failing_stops_the_run_with_a_clear_error() ->
     with pytest.raises(ScenarioError) as err:
         run(data)
     assert err.value.field == "faults.env"
+
+
+def test_rebalancing_moves_a_slow_engines_queue_to_the_healthy_engines() -> None:
+    data = tiny(steps=1, rollout={"pool": "cluster", "gpus": 2, "tp": 1, "max_running_seqs": 2},
+                train={"pool": "cluster", "gpus": 2, "tp": 1},
+                policy={"name": "sync", "placement": "disaggregated"},
+                workload={"prompts_per_step": 4, "samples_per_prompt": 4,
+                          "response_len": {"dist": "fixed", "value": 500},
+                          "max_response_len": 1000})
+    slow = {"engine": [{"mode": "slow", "times": [0.0], "factor": 5, "duration": "1 h"}]}
+    runs = {m: run({**data, "faults": slow, "recovery": {"slow": {"detect_s": 1,
+                                                                   "mitigation": m}}})
+            for m in ("none", "rebalance")}
+    moved = [i.attrs["requests"] for i in runs["rebalance"].recorder.instants
+             if i.name == "rebalance"]
+    assert moved == [6]  # engine 0 had 8 requests, 2 of them running
+    assert gen_s(runs["rebalance"]) < gen_s(runs["none"])
+    for r in runs.values():
+        (train,) = [s for s in r.recorder.spans if s.track == CONTROLLER and s.name == "train"]
+        assert train.attrs["samples"] == 16
