@@ -202,8 +202,9 @@ class RolloutEngine:
     def kv_used(self) -> int:
         return self._kv_const + len(self.decoding) * self.clock + self._kv_prefill
 
-    def submit(self, req: Request) -> None:
-        """Queue a request; it is admitted at the next iteration boundary."""
+    def submit(self, req: Request, front: bool = False) -> None:
+        """Queue a request; it is admitted at the next iteration boundary. `front` puts it
+        ahead of the requests already waiting (one recovered after a crash)."""
         if req.prefix_tokens >= req.output_tokens:
             raise ValueError(f"request {req.rid}: prefix {req.prefix_tokens} >= output "
                              f"{req.output_tokens}")
@@ -226,7 +227,10 @@ class RolloutEngine:
                 self.cache_hit_tokens += cached
         req.t_submit = self.env._now
         req.engine = self.name
-        self.waiting.append(req)
+        if front:
+            self.waiting.appendleft(req)
+        else:
+            self.waiting.append(req)
         self.n_requests += 1
         self._poke()
 

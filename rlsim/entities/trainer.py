@@ -92,7 +92,7 @@ class Trainer:
     def _busy(self, name: str, duration_s: float, compute: bool = True,
               **attrs: Any) -> Generator[simpy.Event, Any, float]:
         with self._gpus.request() as req:
-            t0 = self.env.now
+            t0 = None  # when the pass got the GPUs
             try:
                 yield req
                 t0 = self.env.now
@@ -100,9 +100,10 @@ class Trainer:
                 yield self.env.timeout(duration_s)
             except simpy.Interrupt:
                 attrs = {**attrs, "killed": True}
-            if compute and self.env.now > t0:
+            if t0 is None:
+                return 0.0  # killed while queued: it never ran
+            if compute:
                 self.recorder.span(self.track, "busy", t0, self.env.now, pool=self.pool,
                                    gpus=self.gpus, work=name)
-            if self.env.now > t0 or "killed" not in attrs:
-                self.recorder.span(self.track, name, t0, self.env.now, **attrs)
+            self.recorder.span(self.track, name, t0, self.env.now, **attrs)
         return duration_s

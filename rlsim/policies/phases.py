@@ -99,10 +99,15 @@ class _Trajectory:
                                    on_done=self.turn_done, tag=self.prompt_id, cache_key=self))
 
 
-def _submit_later(engine: RolloutEngine, req: Request) -> Callable[[simpy.Event], None]:
-    """A callback that submits `req` to `engine` when the event it waits on fires."""
+def _submit_later(engine: RolloutEngine, req: Request, phases: Phases
+                  ) -> Callable[[simpy.Event], None]:
+    """A callback that submits `req` to `engine` when the event it waits on fires, unless a
+    job restart voided its step meanwhile."""
+    epoch = phases.epoch
+
     def submit(_event: simpy.Event) -> None:
-        engine.submit(req)
+        if phases.epoch == epoch:
+            engine.submit(req)
     return submit
 
 
@@ -130,7 +135,24 @@ class Phases:
                attrs: dict[str, Any]) -> Generator[simpy.Event, Any, Any]:
         t0 = self.env.now
         epoch = self.epoch
-        result = yield from body
+        if self.recovery is None:
+            result = yield from body
+        else:  # a job restart stops the phase at its next event: nothing more of it runs
+            result = None
+            try:
+                event = next(body)
+                while True:
+                    try:
+                        value = yield event
+                    except simpy.Interrupt as err:
+                        event = body.throw(err)
+                        continue
+                    if epoch != self.epoch:
+                        body.close()
+                        return None
+                    event = body.send(value)
+            except StopIteration as stop:
+                result = stop.value
         if epoch == self.epoch:
             self.rec.span(CONTROLLER, name, t0, self.env.now, step=step, **attrs)
         return result
@@ -198,7 +220,8 @@ class Phases:
                 if reset is None:
                     engine.submit(req)
                 else:  # the environment resets (on an env worker) before the first turn
-                    self.c.env_pool.run(reset).callbacks.append(_submit_later(engine, req))
+                    self.c.env_pool.run(reset).callbacks.append(
+                        _submit_later(engine, req, self))
         done = yield barrier.done
         if not multi and not rewards:
             task_of = {g.prompt_id: g.task for g in groups}

@@ -81,6 +81,13 @@ class Recovery:
         self._restarting = False
         self.rollout_gpus = c.placement.rollout_gpus
         self.train_gpus = c.placement.train_gpus
+        # the fail-slow fault in force on each engine and on the trainer (its id), and the
+        # link's slowdown factors in force: slowness belongs to the hardware, so it outlasts
+        # crashes and restarts, and only the fault that set it ends it
+        self._engine_slow: list[int | None] = [None] * len(self.engines)
+        self._trainer_slow: int | None = None
+        self._link_healthy = c.link.bandwidth
+        self._link_factors: list[float] = []
         self._start_injectors()
 
     # ------------------------------------------------------------------ bookkeeping
@@ -206,17 +213,17 @@ class Recovery:
             yield self.env.timeout(cfg.detect_s + self.cold_start_s)
         if epoch != self.epoch:
             return  # the job restarted meanwhile: it restarted this engine too
-        engine.slowdown = 1.0  # a replacement runs at full speed
         engine.restart()
         regenerate = reprefill = 0
-        # the oldest admissions first, as the engine had them
-        for r in sorted(lost, key=lambda r: (r.t_submit, r.rid)):
+        # ahead of requests sent while it was down, the oldest admissions first, as the
+        # engine had them (submitted to the front in reverse)
+        for r in sorted(lost, key=lambda r: (r.t_submit, r.rid), reverse=True):
             keep = (r.generated // cfg.token_log_every) * cfg.token_log_every if shadow else 0
             keep = max(keep, r.prefix_tokens if shadow else 0)
             regenerate += r.generated - keep
             reprefill += r.prompt_tokens + keep
             r.prefix_tokens = keep
-            engine.submit(r)
+            engine.submit(r, front=True)
         self.recovered(fid, "engine", t0, scheme="shadow" if shadow else "cold_restart",
                        requests=len(lost), lost_tokens=regenerate, reprefill_tokens=reprefill,
                        gpus=engine.gpus)
@@ -228,24 +235,28 @@ class Recovery:
 
     def _slow_engine(self, i: int, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
         engine = self.engines[i]
-        if engine.down or engine.slowdown != 1.0:
-            return
+        if self._engine_slow[i] is not None:
+            return  # already slow: a second slowdown of the same hardware changes nothing
         t0 = self.env.now
         fid = self.fault("engine", i, "slow", factor=spec.factor)
+        self._engine_slow[i] = fid
         engine.set_slowdown(spec.factor)
         scfg = self.cfg.slow
         end = t0 + spec.duration
         if scfg.mitigation != "none" and scfg.detect_s < spec.duration:
             yield self.env.timeout(scfg.detect_s)
             if scfg.mitigation == "fail_stop":
-                engine.set_slowdown(1.0)  # replaced: the recovery brings a healthy one
+                # replaced: the recovery scheme brings a healthy engine
+                self._engine_slow[i] = None
+                engine.set_slowdown(1.0)
                 self.recovered(fid, "engine", t0, mitigation="fail_stop")
                 self.crash_engine(i)
                 return
             self._rebalance(i)
         if end > self.env.now:
             yield self.env.timeout(end - self.env.now)
-        if engine.slowdown == spec.factor:
+        if self._engine_slow[i] == fid:
+            self._engine_slow[i] = None
             engine.set_slowdown(1.0)
         self.recovered(fid, "engine", t0, mitigation=scfg.mitigation)
 
@@ -270,30 +281,36 @@ class Recovery:
     # ------------------------------------------------------------------ trainer and link
     def _slow_trainer(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
         trainer = self.ph.c.trainer
-        if trainer.slowdown != 1.0:
+        if self._trainer_slow is not None:
             return
         t0 = self.env.now
         fid = self.fault("trainer", 0, "slow", factor=spec.factor)
+        self._trainer_slow = fid
         trainer.slowdown = spec.factor
         scfg = self.cfg.slow
         if scfg.mitigation == "fail_stop" and scfg.detect_s < spec.duration:
             yield self.env.timeout(scfg.detect_s)
+            self._trainer_slow = None  # the job restarts on a healthy node
             trainer.slowdown = 1.0
             self.recovered(fid, "trainer", t0, mitigation="fail_stop")
             self.fail_job("trainer")
             return
         yield self.env.timeout(spec.duration)
-        trainer.slowdown = 1.0
+        if self._trainer_slow == fid:
+            self._trainer_slow = None
+            trainer.slowdown = 1.0
         self.recovered(fid, "trainer", t0, mitigation="none")
 
     def _slow_link(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
+        """The link runs at its healthy rate over the largest slowdown factor in force."""
         link = self.ph.c.link
         t0 = self.env.now
         fid = self.fault("link", link.name, "slow", factor=spec.factor)
-        healthy = link.bandwidth
-        link.set_bandwidth(healthy / spec.factor)
+        self._link_factors.append(spec.factor)
+        link.set_bandwidth(self._link_healthy / max(self._link_factors))
         yield self.env.timeout(spec.duration)
-        link.set_bandwidth(healthy)
+        self._link_factors.remove(spec.factor)
+        link.set_bandwidth(self._link_healthy / max(self._link_factors, default=1.0))
         self.recovered(fid, "link", t0, mitigation="none")
 
     # ------------------------------------------------------------------ job restarts
@@ -307,46 +324,54 @@ class Recovery:
                                                                         None]]
                   ) -> Generator[simpy.Event, Any, None]:
         """Run steps 0..steps-1 with trainer checkpoints every `checkpoint_every` steps;
-        a job fault abandons the step in flight, and after detection and a restart the job
-        goes on from the step after its last checkpoint."""
+        a job fault abandons the step in flight (or the checkpoint being written), and
+        after detection and a restart the job goes on from the step after its last
+        checkpoint."""
         cfg = self.cfg.trainer
         env = self.env
         step = kept = 0
-        kept_at = 0.0  # when the last checkpoint was written (or the run began)
+        since = 0.0  # where the work a fault would lose began: a checkpoint's or restart's end
         while step < steps:
             proc = env.process(self._step(one_step, step))
             fault = self._job_fault
             yield proc | fault
             if not fault.triggered:
                 step += 1
-                if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < steps:
-                    t0 = env.now
-                    yield env.timeout(self.checkpoint_write_s)
+                if not (cfg.checkpoint_every and step % cfg.checkpoint_every == 0
+                        and step < steps):
+                    continue
+                t0 = env.now
+                yield env.timeout(self.checkpoint_write_s) | fault
+                if not fault.triggered:
                     self.rec.span(CONTROLLER, "checkpoint", t0, env.now, step=step - 1)
-                    kept, kept_at = step, env.now
-                continue
-            fid, t0 = cast(tuple[int, float], fault.value)
-            self._job_fault = env.event()
-            self._restarting = True
-            if proc.is_alive:
+                    kept, since = step, env.now
+                    continue
+            elif proc.is_alive:
                 proc.interrupt("job restart")
-            self.epoch += 1
-            self.ph.epoch = self.epoch
-            dropped = self._kill_job()
-            self.rec.instant(CONTROLLER, "rollback", env.now, from_step=step, to_step=kept,
-                             lost_s=env.now - kept_at)
-            yield env.timeout(cfg.detect_s + self.job_restart_s)
-            for engine in self.engines:
-                engine.slowdown = 1.0
-                engine.restart()
-            self.ph.c.trainer.slowdown = 1.0
-            self._restarting = False
-            gpus = self.rollout_gpus + (0 if self.ph.c.placement.colocated
-                                        else self.train_gpus)
-            self.recovered(fid, "trainer", t0, lost_work_s=t0 - kept_at, gpus=gpus,
-                           rolled_back_steps=step - kept, dropped_requests=dropped)
-            self._close_by_restart()
-            step = kept
+            yield from self._restart_job(fault, step, kept, since)
+            step, since = kept, env.now
+
+    def _restart_job(self, fault: simpy.Event, step: int, kept: int,
+                     since: float) -> Generator[simpy.Event, Any, None]:
+        """Kill the job, wait for detection and a restart, and record what was lost."""
+        env = self.env
+        fid, t0 = cast(tuple[int, float], fault.value)
+        self._job_fault = env.event()
+        self._restarting = True
+        self.epoch += 1
+        self.ph.epoch = self.epoch
+        dropped = self._kill_job()
+        self.rec.instant(CONTROLLER, "rollback", env.now, from_step=step, to_step=kept,
+                         lost_s=t0 - since)
+        yield env.timeout(self.cfg.trainer.detect_s + self.job_restart_s)
+        for engine in self.engines:
+            engine.restart()
+        self._restarting = False
+        self.rec.span(CONTROLLER, "recovery", t0, env.now, step=step)
+        gpus = self.rollout_gpus + (0 if self.ph.c.placement.colocated else self.train_gpus)
+        self.recovered(fid, "trainer", t0, lost_work_s=t0 - since, gpus=gpus,
+                       rolled_back_steps=step - kept, dropped_requests=dropped)
+        self._close_by_restart()
 
     @staticmethod
     def _step(one_step: Callable[[int], Generator[simpy.Event, Any, None]],
@@ -360,11 +385,8 @@ class Recovery:
         """Every process of the job dies: engines lose their requests (the step that owned
         them is void), the trainer stops; returns the requests dropped."""
         dropped = 0
-        for engine in self.engines:
-            if not engine.down:
-                dropped += len(engine.crash())
-            else:
-                engine.waiting.clear()
+        for engine in self.engines:  # a down engine drops what waited for it too
+            dropped += len(engine.crash())
         self.ph.c.trainer.kill()
         return dropped
 

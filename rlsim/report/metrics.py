@@ -39,20 +39,22 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
     steps = [s for s in all_steps if kept(s)] if rollbacks else all_steps
     n_steps = len(steps)
     per_phase: dict[str, float] = defaultdict(float)
-    samples = tokens = 0
+    samples = tokens = good = 0  # trained; of them, in steps a job restart did not undo
     stale_sum = 0.0
     stale_max = 0
     for s in recorder.spans:
         if s.track != CONTROLLER:
             continue
-        if s.name in PHASES:
+        # a rolled-back step's phases are lost work, not a step's cost; restarts count
+        counts = not rollbacks or s.name == "recovery" or kept(s)
+        if s.name in PHASES and counts:
             per_phase[s.name] += s.t1 - s.t0
         if s.name == "train":
-            if rollbacks and not kept(s):
-                continue
             n = int(s.attrs.get("samples", 0))
             samples += n
             tokens += int(s.attrs.get("tokens", 0))
+            if counts:
+                good += n
             stale_sum += float(s.attrs.get("staleness_mean", 0.0)) * n
             stale_max = max(stale_max, int(s.attrs.get("staleness_max", 0)))
     pools = {i.attrs["pool"]: i.attrs for i in recorder.instants
@@ -82,11 +84,11 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         "gpu_util": util,
         "cost": {
             "usd_per_hour": usd_per_hour,
-            "usd_per_1k_samples": run_usd / samples * 1000 if samples else 0.0,
+            "usd_per_1k_samples": run_usd / good * 1000 if good else 0.0,
         },
         "staleness": {"mean": stale_sum / samples if samples else 0.0, "max": stale_max},
         "faults": fault_summary,
-        "goodput_samples_per_s": samples / sim_time if sim_time > 0 else 0.0,
+        "goodput_samples_per_s": good / sim_time if sim_time > 0 else 0.0,
         "effective_training_time_ratio": (sum(s.t1 - s.t0 for s in steps) / sim_time
                                           if sim_time > 0 else 0.0),
         "slo_attainment": None,

@@ -57,3 +57,28 @@ def test_link_finishes_at_large_simulated_times():
         procs = [link.transfer(16.4e9 + i * 37.0) for i in range(3)]
         env.run(until=start + 10)
         assert all(p.triggered for p in procs)
+
+
+def test_killing_the_trainer_records_only_the_pass_that_ran() -> None:
+    from rlsim.entities.trainer import Trainer
+
+    class Cost:
+        def train_step(self, tokens, seq_tokens=None):
+            class S:
+                total_s = 10.0
+            return S()
+
+    env = simpy.Environment()
+    rec = Recorder("phase")
+    trainer = Trainer(env, "t", Cost(), "pool", 8, rec)  # type: ignore[arg-type]
+    trainer.train(100)
+    trainer.train(100)  # queued behind the first
+
+    def kill():
+        yield env.timeout(5)
+        trainer.kill()
+
+    env.process(kill())
+    env.run()
+    busy = [(s.t0, s.t1) for s in rec.spans if s.name == "busy"]
+    assert busy == [(0.0, 5.0)]

@@ -280,3 +280,87 @@ def test_rebalancing_moves_a_slow_engines_queue_to_the_healthy_engines() -> None
     for r in runs.values():
         (train,) = [s for s in r.recorder.spans if s.track == CONTROLLER and s.name == "train"]
         assert train.attrs["samples"] == 16
+
+
+def restartable(**recovery: Any) -> dict[str, Any]:
+    return tiny(steps=4, policy={"name": "sync", "placement": "disaggregated"},
+                rollout={"pool": "cluster", "gpus": 4, "tp": 1},
+                train={"pool": "cluster", "gpus": 4, "tp": 1},
+                recovery={"trainer": {"detect_s": 30, "restart_s": 100, **recovery}})
+
+
+def test_a_trainer_fault_during_a_checkpoint_write_loses_that_checkpoint() -> None:
+    data = restartable(checkpoint_every=1, checkpoint_write_s=50)
+    base = run(data)
+    ckpts = sorted((s for s in base.recorder.spans if s.name == "checkpoint"),
+                   key=lambda s: s.t0)
+    t = (ckpts[1].t0 + ckpts[1].t1) / 2
+    faulty = run({**data, "faults": {"trainer": [{"times": [t]}]}})
+    (rollback,) = [i for i in faulty.recorder.instants if i.name == "rollback"]
+    assert rollback.t == pytest.approx(t) and rollback.attrs["to_step"] == 1
+    (rec,) = records(faulty, "recovered")
+    assert rec["recovery_s"] == pytest.approx(130)
+    assert rec["lost_work_s"] == pytest.approx(t - ckpts[0].t1)
+    assert faulty.summary["sim_time_s"] == pytest.approx(
+        base.summary["sim_time_s"] + (t - ckpts[0].t1) + 130, rel=1e-9)
+    # a rolled-back step's phases are not a step's cost; its samples are not goodput
+    for phase in ("gen", "train", "ref"):
+        assert faulty.summary["phase_time_s"][phase] == pytest.approx(
+            base.summary["phase_time_s"][phase], rel=1e-9)
+    assert faulty.summary["phase_time_s"]["recovery"] == pytest.approx(130 / 4)
+    assert faulty.summary["throughput"]["samples_per_s"] > faulty.summary[
+        "goodput_samples_per_s"]
+
+
+def test_two_restarts_from_one_checkpoint_lose_only_the_work_since_the_last() -> None:
+    faulty = run({**restartable(), "faults": {"trainer": [{"times": [3, 136]}]}})
+    first, second = records(faulty, "recovered")
+    assert first["lost_work_s"] == pytest.approx(3)
+    assert second["lost_work_s"] == pytest.approx(136 - 133)  # since the first restart
+
+
+def test_a_job_restart_stops_the_abandoned_steps_trainer_work() -> None:
+    data = restartable()
+    base = run(data)
+    ref = min((s for s in base.recorder.spans if s.track.startswith("train.")
+               and s.name == "ref_logprob"), key=lambda s: s.t0)
+    t = (ref.t0 + ref.t1) / 2
+    faulty = run({**data, "faults": {"trainer": [{"times": [t]}]}})
+    after = [s for s in faulty.recorder.spans if s.track.startswith("train.")
+             and s.name != "busy" and t <= s.t1 and s.t0 < t + 130]
+    # the pass running at the fault stops there; nothing of the dead step runs after it
+    assert [(s.name, s.attrs.get("killed"), s.t1) for s in after] == [
+        ("ref_logprob", True, pytest.approx(t))]
+
+
+def test_a_job_restart_voids_the_first_turns_still_waiting_for_their_reset() -> None:
+    data = agentic(steps=1, output={"detail": "request"},
+                   faults={"trainer": [{"times": [5]}]},
+                   recovery={"trainer": {"detect_s": 0, "restart_s": 1}})
+    data["workload"]["agentic"]["turns"] = {"dist": "fixed", "value": 1}
+    result = run(data)
+    requests = [s for s in result.recorder.spans if s.track.endswith(".requests")]
+    assert len(requests) == 4 * 3  # only the restarted step's; none of the voided one's
+
+
+def test_overlapping_link_slowdowns_leave_the_link_healthy_when_they_end() -> None:
+    base = run(one_request())
+    slow = {"link": [{"mode": "slow", "times": [0, 1], "factor": 4, "duration": "5 s"}]}
+    result = run(one_request(faults=slow))
+    assert phase_s(result, "weight_sync") == pytest.approx(phase_s(base, "weight_sync"),
+                                                           rel=1e-9)
+
+
+def test_slowness_outlasts_a_crash_and_ends_with_the_fault_that_set_it() -> None:
+    data = one_request(faults={"engine": [
+        {"mode": "slow", "times": [1, 27], "factor": 3, "duration": "30 s"},
+        {"times": [20]}]}, recovery={"engine": {"detect_s": 0, "cold_start_s": 5}})
+    data["workload"]["response_len"] = {"dist": "fixed", "value": 4000}
+    data["workload"]["max_response_len"] = 8000
+    result = run(data)
+    changes = [(i.t, i.attrs["factor"]) for i in result.recorder.instants
+               if i.name == "slowdown"]
+    assert result.summary["sim_time_s"] > 31
+    assert changes == [(1.0, 3.0), (31.0, 1.0)]  # the second slow fault found it slow
+    slow = [r for r in records(result, "recovered") if r.get("mitigation") == "none"]
+    assert [r["recovery_s"] for r in slow] == [pytest.approx(30)]
