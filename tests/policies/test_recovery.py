@@ -150,29 +150,46 @@ def agentic(**changes: Any) -> dict[str, Any]:
 
 @settings(max_examples=20, deadline=None)
 @given(p=st.floats(0.02, 0.4), crashes=st.lists(st.floats(1, 400), max_size=4),
+       trainer=st.lists(st.floats(1, 600), max_size=2),
+       slow=st.lists(st.floats(0, 400), max_size=2),
+       checkpoint_every=st.sampled_from([None, 1]),
        engine=st.sampled_from(["cold_restart", "shadow"]),
        env=st.sampled_from(["restart", "checkpoint"]),
        policy=st.sampled_from(["never", "always", "every_k", "adaptive"]),
        seed=st.integers(0, 5))
 def test_no_trajectory_vanishes_and_recoveries_resume_consistently(
-        p: float, crashes: list[float], engine: str, env: str, policy: str, seed: int) -> None:
-    data = agentic(seed=seed, faults={"env": [{"probability": p}],
-                                      "engine": [{"times": crashes,
-                                                  "targets": [0, 1, 2, 3]}]} if crashes
-                   else {"env": [{"probability": p}]},
+        p: float, crashes: list[float], trainer: list[float], slow: list[float],
+        checkpoint_every: int | None, engine: str, env: str, policy: str,
+        seed: int) -> None:
+    faults: dict[str, Any] = {"env": [{"probability": p}]}
+    engine_faults = []
+    if crashes:
+        engine_faults.append({"times": crashes, "targets": [0, 1, 2, 3]})
+    if slow:
+        engine_faults.append({"mode": "slow", "times": slow, "targets": [1, 2],
+                              "factor": 2, "duration": "60 s"})
+    if engine_faults:
+        faults["engine"] = engine_faults
+    if trainer:
+        faults["trainer"] = [{"times": trainer}]
+    data = agentic(seed=seed, faults=faults,
                    recovery={"engine": {"scheme": engine, "cold_start_s": 20},
-                             "env": {"scheme": env, "checkpoints": {"policy": policy}}})
+                             "env": {"scheme": env, "checkpoints": {"policy": policy}},
+                             "trainer": {"checkpoint_every": checkpoint_every,
+                                         "detect_s": 5, "restart_s": 20}})
     result = run(data)  # a recovered trajectory with an inconsistent context raises
     batch = 4 * 3
     for s in result.recorder.spans:
         if s.track == CONTROLLER and s.name in ("gen", "train"):
             assert s.attrs["samples"] == batch  # every trajectory arrived, once
-    faults = records(result, "fault")
+    assert result.summary["steps"] == 2  # every step kept once, after any restarts
+    faults_seen = records(result, "fault")
     closed = {r["id"] for r in records(result, "recovered")}
     end = result.summary["sim_time_s"]
-    for f in faults:  # every fault is recovered, or its engine was still coming back
-        # when the run ended (a recovery takes at most detect_s + cold_start_s, 30 s)
-        assert f["id"] in closed or (f["kind"] == "engine" and f["t"] + 30.0 > end)
+    for f in faults_seen:  # every fault is recovered, or still in progress at the end:
+        # an engine coming back (at most detect_s + cold_start_s, 30 s) or a slowdown
+        assert f["id"] in closed or f["mode"] == "slow" or (
+            f["kind"] == "engine" and f["t"] + 30.0 > end)
         if f["kind"] == "env":
             assert 0 <= f["resume_turn"] <= f["execution"]
             if env == "restart" or policy == "never":
