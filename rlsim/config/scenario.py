@@ -502,10 +502,17 @@ class Scenario(_Frozen):
 
     @model_validator(mode="after")
     def _faults_supported(self) -> Scenario:
-        f = self.faults
-        if f.any and self.policy.name != "sync":
-            raise ValueError("faults: only policy.name sync runs with faults so far; set "
+        f, policy = self.faults, self.policy.name
+        if f.any and policy not in ("sync", "one_off"):
+            raise ValueError("faults: policies sync and one_off run with faults so far; set "
                              "policy.name: sync or drop faults")
+        restarts = (any(x.mode == "stop" for x in f.trainer) or bool(f.gpu)
+                    or self.recovery.trainer.checkpoint_every is not None
+                    or (bool(f.trainer) and self.recovery.slow.mitigation == "fail_stop"))
+        if restarts and policy != "sync":
+            raise ValueError("trainer checkpoints and faults that restart the job (fail-stop "
+                             "trainer or GPU faults, a slow trainer treated as failed) need "
+                             "policy.name: sync")
         if f.env:
             if self.workload.agentic is None:
                 raise ValueError("faults.env: environment faults need multi-turn "

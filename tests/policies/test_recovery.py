@@ -235,8 +235,12 @@ def test_fault_targets_must_exist(changes: dict[str, Any], field: str) -> None:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
+    ({"policy": {"name": "async", "placement": "disaggregated"},
+      "faults": {"engine": [{"mtbf": "1 h"}]}}, "sync and one_off"),
     ({"policy": {"name": "one_off", "placement": "disaggregated"},
-      "faults": {"engine": [{"mtbf": "1 h"}]}}, "policy.name sync"),
+      "faults": {"trainer": [{"mtbf": "1 h"}]}}, "need policy.name: sync"),
+    ({"policy": {"name": "one_off", "placement": "disaggregated"},
+      "recovery": {"trainer": {"checkpoint_every": 2}}}, "need policy.name: sync"),
     ({"faults": {"env": [{"probability": 0.1}]}}, "workload.agentic"),
 ])
 def test_unsupported_fault_setups_are_refused(changes: dict[str, Any], message: str) -> None:
@@ -381,3 +385,17 @@ def test_slowness_outlasts_a_crash_and_ends_with_the_fault_that_set_it() -> None
     assert changes == [(1.0, 3.0), (31.0, 1.0)]  # the second slow fault found it slow
     slow = [r for r in records(result, "recovered") if r.get("mitigation") == "none"]
     assert [r["recovery_s"] for r in slow] == [pytest.approx(30)]
+
+
+def test_one_off_rollouts_recover_from_engine_and_environment_faults() -> None:
+    data = agentic(steps=3, policy={"name": "one_off", "placement": "disaggregated",
+                                    "env_interaction": "per_trajectory"},
+                   faults={"env": [{"probability": 0.1}],
+                           "engine": [{"times": [20, 60], "targets": [0, 2]}]},
+                   recovery={"engine": {"scheme": "shadow"},
+                             "env": {"scheme": "checkpoint",
+                                     "checkpoints": {"policy": "always"}}})
+    result = run(data)
+    trains = [s for s in result.recorder.spans if s.track == CONTROLLER and s.name == "train"]
+    assert [s.attrs["samples"] for s in trains] == [12, 12, 12]
+    assert result.summary["faults"]["injected"] == result.summary["faults"]["recovered"] > 2
