@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from rlsim.config.base import Frozen
 from rlsim.config.units import Bytes, Seconds
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
-                              allow_inf_nan=False)
-
-
-class FaultSpec(_Frozen):
+class FaultSpec(Frozen):
     """One kind of fault of one component kind: fail-stop or fail-slow, at a rate or at
     given times."""
 
@@ -61,7 +57,7 @@ class FaultSpec(_Frozen):
         return self
 
 
-class FaultsConfig(_Frozen):
+class FaultsConfig(Frozen):
     """Faults to inject, per component kind. They are drawn from their own random streams,
     so runs that differ only in recovery schemes see the same faults."""
 
@@ -122,7 +118,7 @@ class FaultsConfig(_Frozen):
         return spec.model_copy(update={"probability": min(1.0, spec.probability * self.scale)})
 
 
-class EngineRecoveryConfig(_Frozen):
+class EngineRecoveryConfig(Frozen):
     """How a crashed rollout engine comes back."""
 
     scheme: Literal["cold_restart", "shadow"] = Field(
@@ -157,7 +153,7 @@ class EngineRecoveryConfig(_Frozen):
         "workspace; weights are shared), taken from the engine's KV cache.")
 
 
-class CheckpointPolicyConfig(_Frozen):
+class CheckpointPolicyConfig(Frozen):
     """When an environment is checkpointed (at action boundaries only)."""
 
     policy: Literal["never", "always", "every_k", "adaptive"] = Field(
@@ -182,7 +178,7 @@ class CheckpointPolicyConfig(_Frozen):
         "Belayer's code, p_fail x work to redo against the expected visible cost.")
 
 
-class EnvRecoveryConfig(_Frozen):
+class EnvRecoveryConfig(Frozen):
     """How a trajectory whose environment container died comes back."""
 
     scheme: Literal["restart", "checkpoint"] = Field(
@@ -213,7 +209,7 @@ class EnvRecoveryConfig(_Frozen):
         default=CheckpointPolicyConfig(), description="When to checkpoint.")
 
 
-class TrainerRecoveryConfig(_Frozen):
+class TrainerRecoveryConfig(Frozen):
     """Checkpointing of the trainer and restart of the job after a trainer fault."""
 
     checkpoint_every: int | None = Field(
@@ -238,7 +234,7 @@ class TrainerRecoveryConfig(_Frozen):
         "start.")
 
 
-class SlowRecoveryConfig(_Frozen):
+class SlowRecoveryConfig(Frozen):
     """What happens once a fail-slow component is noticed."""
 
     detect_s: Seconds = Field(
@@ -250,7 +246,7 @@ class SlowRecoveryConfig(_Frozen):
         "engine is treated as crashed (its recovery scheme replaces it).")
 
 
-class RecoveryConfig(_Frozen):
+class RecoveryConfig(Frozen):
     """Recovery scheme per component kind."""
 
     engine: EngineRecoveryConfig = Field(default=EngineRecoveryConfig(),

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from rlsim.config.base import Frozen
 from rlsim.config.hardware import ModelSpec, lookup_model
 from rlsim.config.scenario import (
     PoolConfig,
@@ -26,12 +27,7 @@ from rlsim.config.units import BytesPerSecond, Seconds
 from rlsim.config.workload import WorkloadConfig
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
-                              allow_inf_nan=False)
-
-
-class JobConfig(_Frozen):
+class JobConfig(Frozen):
     """One RL job: what it trains, on how many GPUs of which pools, for how long."""
 
     name: str = Field(min_length=1, description="Job name, unique in the fleet.")
@@ -72,7 +68,7 @@ class JobConfig(_Frozen):
         return self.model if isinstance(self.model, ModelSpec) else lookup_model(self.model)
 
 
-class CrossLinkConfig(_Frozen):
+class CrossLinkConfig(Frozen):
     """The slow cross-cluster link and the rollout cluster's fabric a weight sync crosses.
 
     RollMux's two-stage, topology-aware sync: one copy over the slow link in shards, then a
@@ -89,7 +85,7 @@ class CrossLinkConfig(_Frozen):
     latency: Seconds = Field(default=0.001, ge=0, description="One-way latency of the link.")
 
 
-class MultiplexConfig(_Frozen):
+class MultiplexConfig(Frozen):
     """RollMux's co-execution groups (policies `multiplex` and `gavel`)."""
 
     placement: Literal["rollmux", "greedy", "random"] = Field(
@@ -134,7 +130,7 @@ class MultiplexConfig(_Frozen):
         "RollPacker reports <= 3 s).")
 
 
-class FleetPolicyConfig(_Frozen):
+class FleetPolicyConfig(Frozen):
     """How the fleet shares its GPUs."""
 
     name: Literal["solo", "colocated", "multiplex", "gavel"] = Field(
@@ -148,7 +144,7 @@ class FleetPolicyConfig(_Frozen):
         default=MultiplexConfig(), description="Group scheduling knobs.")
 
 
-class JobTraceConfig(_Frozen):
+class JobTraceConfig(Frozen):
     """A job-arrival trace: one row per job (CSV or Parquet)."""
 
     path: str = Field(
@@ -157,7 +153,7 @@ class JobTraceConfig(_Frozen):
         "as an override, e.g. `workload.max_response_len`, `rollout.gpus`, `model`.")
 
 
-class JobCrashConfig(_Frozen):
+class JobCrashConfig(Frozen):
     """A job that crashes: it loses the iteration in progress, gives back its nodes, and
     is submitted again later as a new arrival with the iterations it had left."""
 
@@ -168,7 +164,7 @@ class JobCrashConfig(_Frozen):
         description="Delay before it is submitted again (the paper's example: 2300 s).")
 
 
-class FleetScenario(_Frozen):
+class FleetScenario(Frozen):
     """Many RL jobs on a shared rollout pool and train pool."""
 
     kind: Literal["fleet"] = Field(description="Marks a multi-job scenario: `fleet`.")

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from rlsim.config.base import Frozen
 from rlsim.config.faults import FaultsConfig, RecoveryConfig
 from rlsim.config.hardware import GpuSpec, ModelSpec, lookup_gpu, lookup_model
 from rlsim.config.units import Bytes, BytesPerSecond, Seconds
 from rlsim.config.workload import WorkloadConfig
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True,
-                              allow_inf_nan=False)
-
-
-class PoolConfig(_Frozen):
+class PoolConfig(Frozen):
     """A named set of GPUs of one type."""
 
     name: str = Field(description="Pool name that rollout/train/reward placements refer to.")
@@ -107,7 +103,7 @@ def unique_pools(pools: list[PoolConfig]) -> list[PoolConfig]:
     return pools
 
 
-class RolloutConfig(_Frozen):
+class RolloutConfig(Frozen):
     """Rollout engines: vLLM/SGLang-like servers, one per `tp` GPUs."""
 
     pool: str = Field(description="Pool the engines run on.")
@@ -135,7 +131,7 @@ class RolloutConfig(_Frozen):
     )
 
 
-class TrainConfig(_Frozen):
+class TrainConfig(Frozen):
     """The trainer: DP x TP x PP x CP over a pool."""
 
     pool: str = Field(description="Pool the trainer runs on.")
@@ -165,7 +161,7 @@ class TrainConfig(_Frozen):
     )
 
 
-class LatencyDist(_Frozen):
+class LatencyDist(Frozen):
     """A per-sample latency: lognormal with a median and a log-space sigma."""
 
     median: Seconds = Field(gt=0, description="Median latency, e.g. '50 ms'.")
@@ -177,7 +173,7 @@ class LatencyDist(_Frozen):
         "lognormal.")
 
 
-class JudgeConfig(_Frozen):
+class JudgeConfig(Frozen):
     """A judge LLM served by rollout engines: on GPUs of its own, or on the rollout GPUs."""
 
     model: str | ModelSpec = Field(description="Judge model: catalogue name or inline spec.")
@@ -217,7 +213,7 @@ class JudgeConfig(_Frozen):
         return self
 
 
-class TaskRewardConfig(_Frozen):
+class TaskRewardConfig(Frozen):
     """How the responses of one task of a mixed workload are scored."""
 
     kind: Literal["rule", "sandbox", "judge"] = Field(
@@ -229,7 +225,7 @@ class TaskRewardConfig(_Frozen):
         default=30.0, gt=0, description="Sandbox timeout; a sample never takes longer.")
 
 
-class RewardConfig(_Frozen):
+class RewardConfig(Frozen):
     """How responses are scored."""
 
     kind: Literal["rule", "sandbox", "judge"] = Field(
@@ -258,7 +254,7 @@ class RewardConfig(_Frozen):
         return self
 
 
-class EnvConfig(_Frozen):
+class EnvConfig(Frozen):
     """Environment workers that run the steps between the turns of multi-turn rollouts:
     one pool of `workers` containers, or `nodes` x `containers_per_node` of them."""
 
@@ -294,7 +290,7 @@ class EnvConfig(_Frozen):
         return data
 
 
-class LinkConfig(_Frozen):
+class LinkConfig(Frozen):
     """The network between the train and rollout pools (weight sync path)."""
 
     bandwidth: BytesPerSecond | None = Field(
@@ -305,7 +301,7 @@ class LinkConfig(_Frozen):
     latency: Seconds = Field(default=0.00001, ge=0, description="One-way latency, e.g. '10 us'.")
 
 
-class TailBatchingConfig(_Frozen):
+class TailBatchingConfig(Frozen):
     """RollPacker's tail batching: speculative over-provisioning of the short rounds."""
 
     eta_p: float = Field(
@@ -375,7 +371,7 @@ class TailBatchingConfig(_Frozen):
         "response length distributions').")
 
 
-class AsyncConfig(_Frozen):
+class AsyncConfig(Frozen):
     """ROLL Flash's asynchronous RL: rollout and training decoupled, bounded by alpha."""
 
     alpha: int = Field(
@@ -408,7 +404,7 @@ class AsyncConfig(_Frozen):
     )
 
 
-class PolicyConfig(_Frozen):
+class PolicyConfig(Frozen):
     """The single controller that orders the phases of each step."""
 
     name: Literal["sync", "one_off", "tail_batching", "async"] = Field(
@@ -437,7 +433,7 @@ class PolicyConfig(_Frozen):
     )
 
 
-class OutputConfig(_Frozen):
+class OutputConfig(Frozen):
     """What the run records."""
 
     detail: Literal["phase", "request"] = Field(
@@ -447,7 +443,7 @@ class OutputConfig(_Frozen):
     )
 
 
-class Scenario(_Frozen):
+class Scenario(Frozen):
     """A whole RL post-training job: hardware, model, workload and policy."""
 
     name: str = Field(default="scenario", description="Scenario name shown in reports.")
