@@ -158,23 +158,20 @@ def run(
         from rlsim.fleet.outputs import format_fleet_table, write_fleet_run
 
         fleet = _run_fleet(path, _overrides(set_))
+        summary, name = fleet.summary, fleet.scenario.name
         if out is not None:
             write_fleet_run(fleet, out)
-        if as_json:
-            typer.echo(json.dumps(fleet.summary))
-            return
-        typer.echo(format_fleet_table([fleet.summary], [fleet.scenario.name]))
+        table = format_fleet_table
+    else:
+        result = _run_one(path, _overrides(set_), path.stem, True)
+        summary, name = result.summary, result.scenario.name
         if out is not None:
-            typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "
-                       "trace.json, scenario.resolved.yaml)")
-        return
-    result = _run_one(path, _overrides(set_), path.stem, True)
-    if out is not None:
-        write_run(result, out)
+            write_run(result, out)
+        table = _format_table
     if as_json:
-        typer.echo(json.dumps(result.summary))
+        typer.echo(json.dumps(summary))
         return
-    typer.echo(_format_table([result.summary], [result.scenario.name]))
+    typer.echo(table([summary], [name]))
     if out is not None:
         typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "
                    "trace.json, scenario.resolved.yaml)")
