@@ -1,14 +1,18 @@
-"""GPU and model architecture specs, and the built-in catalogues of both.
+"""GPU and model architecture specs, the built-in catalogues of both, and model files.
 
 Owns `GpuSpec` and `ModelSpec` (frozen pydantic models that scenarios may also write
-inline) and the derived quantities every cost model needs: parameter count, weight bytes,
-KV bytes per token. Figures come from public spec sheets and model configs
-(../shared/REFERENCES.md, Hugging Face config.json of each model).
+inline), the derived quantities every cost model needs (parameter count, weight bytes,
+KV bytes per token), and the one loader of a model architecture file (YAML/JSON) that
+scenarios and `rlsim estimate` share. Figures come from public spec sheets, the memory the
+cards report (nvidia-smi), and each model's Hugging Face config.json.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlsim.config.units import Bytes, BytesPerSecond
 
@@ -20,7 +24,9 @@ class GpuSpec(BaseModel):
 
     name: str = Field(description="GPU type name, e.g. H800.")
     bf16_tflops: float = Field(gt=0, description="Dense BF16 peak, TFLOP/s.")
-    hbm: Bytes = Field(gt=0, description="HBM capacity per GPU, e.g. '80 GB'.")
+    hbm: Bytes = Field(
+        gt=0, description="GPU memory as the card reports it (nvidia-smi's total), e.g. "
+        "'81559 MiB' for an H100 80GB: an '80 GB' part is neither 80e9 bytes nor 80 GiB.")
     hbm_bandwidth: BytesPerSecond = Field(gt=0, description="HBM bandwidth, e.g. '3.35 TB/s'.")
     nvlink_bandwidth: BytesPerSecond = Field(
         gt=0, description="NVLink bandwidth per GPU, both directions summed, e.g. '900 GB/s'."
@@ -57,6 +63,10 @@ class ModelSpec(BaseModel):
         default=False, description="Whether the LM head shares the embedding matrix."
     )
     gated_mlp: bool = Field(default=True, description="SwiGLU-style gate+up projection.")
+    max_context: int | None = Field(
+        default=None, gt=0,
+        description="Longest sequence (prompt + response) the model supports, tokens: "
+        "config.json's max_position_embeddings. None: not checked.")
 
     @model_validator(mode="after")
     def _check_heads(self) -> ModelSpec:
@@ -104,65 +114,145 @@ class ModelSpec(BaseModel):
         return float(2 * self.layers * self.kv_dim * dtype_bytes)
 
 
-# Dense BF16 peaks, HBM and NVLink from ../shared/REFERENCES.md (public spec sheets).
+# Dense BF16 peaks, HBM bandwidth and NVLink from ../shared/REFERENCES.md (public spec sheets).
+# Memory is the total nvidia-smi reports (what the driver exposes, in MiB), not the marketing
+# "80 GB": an H100 80GB shows 81559 MiB = 85.5e9 bytes = 79.6 GiB. CUDA (cudaMemGetInfo,
+# torch.cuda.mem_get_info, the "total_gpu_memory" vLLM multiplies by gpu_memory_utilization)
+# sees a few hundred MiB less again (81106 MiB on an H100: thamada/nvidia-smi,
+# nvsim/H100SXMx8_deviceQuery.py); the engine reserve of the profile covers that. Sources:
+# - H100 SXM 80GB: 81559 MiB. nvidia-smi tables in github.com/NVIDIA/nccl/issues/1264 and
+#   github.com/wilicc/gpu-burn/issues/114; list in github.com/modal-labs/modal-client/pull/2797.
+# - H800 SXM: 81559 MiB (the same 80 GB HBM3 board as the H100). Public nvidia-smi tables,
+#   e.g. "NVIDIA H800 ... 68323MiB / 81559MiB"; found by exact search of GitHub files.
+# - H20: 97871 MiB. Public nvidia-smi table "NVIDIA H20 ... 4MiB / 97871MiB" (a README that
+#   lists it beside an A100 80GB PCIe at 81920MiB); found by exact search of GitHub files.
+# - H200 SXM 141GB: 143771 MiB. Public nvidia-smi tables, e.g. 8 x "NVIDIA H200 ... 0MiB /
+#   143771MiB" (driver 570.158.01); found by exact search of GitHub files.
+# - A100 SXM4 80GB: 81920 MiB. github.com/modal-labs/modal-client/pull/2797 ("A100 80GB:
+#   81920MiB"); the A800-SXM4-80GB (same board) in github.com/dexmal/dexbotic/issues/41.
 # PCIe: Gen5 x16 = 64 GB/s per direction (Hopper), Gen4 x16 = 32 GB/s (A100).
 # Prices: H800 : H20 = 2.85 : 1 [P RollMux]; the others are typical 2025 cloud list prices
 # [S], documented defaults that a pool's `usd_per_gpu_hour` overrides.
 GPUS: dict[str, GpuSpec] = {
     g.name: g
     for g in (
-        GpuSpec(name="H100", bf16_tflops=989, hbm="80 GB", hbm_bandwidth="3.35 TB/s",
+        GpuSpec(name="H100", bf16_tflops=989, hbm="81559 MiB", hbm_bandwidth="3.35 TB/s",
                 nvlink_bandwidth="900 GB/s", pcie_bandwidth="64 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=3.0),
-        GpuSpec(name="H800", bf16_tflops=989, hbm="80 GB", hbm_bandwidth="3.35 TB/s",
+        GpuSpec(name="H800", bf16_tflops=989, hbm="81559 MiB", hbm_bandwidth="3.35 TB/s",
                 nvlink_bandwidth="400 GB/s", pcie_bandwidth="64 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=2.85),
-        GpuSpec(name="H20", bf16_tflops=148, hbm="96 GB", hbm_bandwidth="4.0 TB/s",
+        GpuSpec(name="H20", bf16_tflops=148, hbm="97871 MiB", hbm_bandwidth="4.0 TB/s",
                 nvlink_bandwidth="900 GB/s", pcie_bandwidth="64 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=78, usd_per_gpu_hour=1.0),
-        GpuSpec(name="H200", bf16_tflops=989, hbm="141 GB", hbm_bandwidth="4.8 TB/s",
+        GpuSpec(name="H200", bf16_tflops=989, hbm="143771 MiB", hbm_bandwidth="4.8 TB/s",
                 nvlink_bandwidth="900 GB/s", pcie_bandwidth="64 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=3.8),
-        GpuSpec(name="A100", bf16_tflops=312, hbm="80 GB", hbm_bandwidth="2.039 TB/s",
+        GpuSpec(name="A100", bf16_tflops=312, hbm="81920 MiB", hbm_bandwidth="2.039 TB/s",
                 nvlink_bandwidth="600 GB/s", pcie_bandwidth="32 GB/s",
                 network_bandwidth="200 Gb/s", sm_count=108, usd_per_gpu_hour=1.8),
     )
 }
 
-# Architectures from each model's public config.json.
+# Architectures from each model's public config.json; max_context is its
+# max_position_embeddings. Qwen2.5 names are the base models (7B-72B: 131,072; 0.5B-3B:
+# 32,768; the 7B-72B Instruct configs say 32,768 and reach 131,072 with YaRN). Llama 3.1
+# has Llama 3's architecture with a 131,072-token context (Llama 3: 8,192).
 MODELS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
         ModelSpec(name="qwen2.5-0.5b", layers=24, hidden=896, heads=14, kv_heads=2, ffn=4864,
-                  vocab=151936, tied_embeddings=True),
+                  vocab=151936, tied_embeddings=True, max_context=32768),
         ModelSpec(name="qwen2.5-1.5b", layers=28, hidden=1536, heads=12, kv_heads=2, ffn=8960,
-                  vocab=151936, tied_embeddings=True),
+                  vocab=151936, tied_embeddings=True, max_context=32768),
         ModelSpec(name="qwen2.5-3b", layers=36, hidden=2048, heads=16, kv_heads=2, ffn=11008,
-                  vocab=151936, tied_embeddings=True),
+                  vocab=151936, tied_embeddings=True, max_context=32768),
         ModelSpec(name="qwen2.5-7b", layers=28, hidden=3584, heads=28, kv_heads=4, ffn=18944,
-                  vocab=152064),
+                  vocab=152064, max_context=131072),
         ModelSpec(name="qwen2.5-14b", layers=48, hidden=5120, heads=40, kv_heads=8, ffn=13824,
-                  vocab=152064),
+                  vocab=152064, max_context=131072),
         ModelSpec(name="qwen2.5-32b", layers=64, hidden=5120, heads=40, kv_heads=8, ffn=27648,
-                  vocab=152064),
+                  vocab=152064, max_context=131072),
         ModelSpec(name="qwen2.5-72b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=29568,
-                  vocab=152064),
+                  vocab=152064, max_context=131072),
         ModelSpec(name="qwen3-8b", layers=36, hidden=4096, heads=32, kv_heads=8, head_dim=128,
-                  ffn=12288, vocab=151936),
+                  ffn=12288, vocab=151936, max_context=40960),
         ModelSpec(name="qwen3-14b", layers=40, hidden=5120, heads=40, kv_heads=8, head_dim=128,
-                  ffn=17408, vocab=151936),
+                  ffn=17408, vocab=151936, max_context=40960),
         ModelSpec(name="qwen3-32b", layers=64, hidden=5120, heads=64, kv_heads=8, head_dim=128,
-                  ffn=25600, vocab=151936),
+                  ffn=25600, vocab=151936, max_context=40960),
         ModelSpec(name="llama-2-7b", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008,
-                  vocab=32000),
+                  vocab=32000, max_context=4096),
         ModelSpec(name="llama-2-70b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672,
-                  vocab=32000),
+                  vocab=32000, max_context=4096),
         ModelSpec(name="llama-3-8b", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336,
-                  vocab=128256),
+                  vocab=128256, max_context=8192),
         ModelSpec(name="llama-3-70b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672,
-                  vocab=128256),
+                  vocab=128256, max_context=8192),
+        ModelSpec(name="llama-3.1-8b", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336,
+                  vocab=128256, max_context=131072),
+        ModelSpec(name="llama-3.1-70b", layers=80, hidden=8192, heads=64, kv_heads=8,
+                  ffn=28672, vocab=128256, max_context=131072),
     )
 }
+
+MODEL_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_MODEL_FILE_BYTES = 64 * 1024
+
+
+class ModelFileError(ValueError):
+    """A model architecture file that cannot be used; the message is one line naming it."""
+
+
+def is_model_file(value: str, base_dir: Path | None = None) -> bool:
+    """Whether `value` names a model file rather than a catalogue model: a YAML/JSON suffix,
+    or an existing file (relative to `base_dir` when given)."""
+    path = Path(value)
+    if path.suffix.lower() in MODEL_FILE_SUFFIXES:
+        return True
+    if value.lower() in MODELS:
+        return False
+    return _is_file(path if base_dir is None or path.is_absolute() else base_dir / path)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL byte, is no file
+        return False
+
+
+def load_model_file(value: str, base_dir: Path | None = None) -> ModelSpec:
+    """The architecture in YAML/JSON file `value` (relative to `base_dir` if given); its name
+    defaults to the file's stem. ModelFileError (one line, naming the file) if unusable."""
+    path = Path(value)
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    if not _is_file(path):
+        raise ModelFileError(f"model file {value!r} not found")
+    # An architecture is a dozen fields; the cap keeps a mistyped multi-GB path from being read.
+    if path.stat().st_size > MAX_MODEL_FILE_BYTES:
+        raise ModelFileError(f"model file {value!r} is larger than "
+                             f"{MAX_MODEL_FILE_BYTES // 1024} KiB; give an architecture file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, OSError, RecursionError):
+        raise ModelFileError(f"model file {value!r} is not valid YAML/JSON") from None
+    if not isinstance(data, dict):
+        raise ModelFileError(f"model file {value!r} must hold a mapping of architecture "
+                             "fields (layers, hidden, heads, kv_heads, ffn, vocab)")
+    data.setdefault("name", path.stem)
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "model"
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = "unknown field; see docs/models.md for the fields"
+        elif first["type"] == "missing":
+            message = "required field is missing"
+        raise ModelFileError(f"model file {value!r}: {where}: {message}") from None
 
 
 def lookup_model(name: str) -> ModelSpec:

@@ -11,6 +11,7 @@ import pytest
 
 from rlsim.api import simulate
 from rlsim.config.errors import ScenarioError
+from rlsim.config.hardware import lookup_gpu
 from rlsim.config.loading import load_scenario
 from rlsim.workload import Turn
 from rlsim.workload.multiturn import read_multiturn
@@ -162,10 +163,11 @@ def test_replayed_trajectories_train_every_sample(tmp_path: Path, policy: str) -
 
 
 def test_a_context_longer_than_the_kv_cache_names_rollout_tp(tmp_path: Path) -> None:
-    # a 4.7k-token KV cache: each turn's caps fit (1k + 1k), the longest recorded
-    # trajectory (its observations are not capped) does not
+    # a 4.7k-token KV cache (23.4% of 80e9 bytes; the H100 has 81559 MiB): each turn's caps
+    # fit (1k + 1k), the longest recorded trajectory (its observations are not capped) does not
     path = _scenario(tmp_path, model="qwen2.5-7b")
-    scenario, base = load_scenario(path, ["rollout.gpu_memory_utilization=0.234",
+    util = 0.234 * 80e9 / lookup_gpu("H100").hbm
+    scenario, base = load_scenario(path, [f"rollout.gpu_memory_utilization={util}",
                                           "workload.max_prompt_len=1000",
                                           "workload.max_response_len=1000"])
     with pytest.raises(ScenarioError, match="recorded multi-turn sample reaches") as err:
