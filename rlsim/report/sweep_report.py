@@ -7,13 +7,23 @@ the replicates' min to max; one line per value of the other key when two keys ar
 a chooser over every other metric that varies, a heatmap per pair of keys, and the rows
 that failed. A key with many distinct numeric values (random search) is drawn as a scatter
 of every row instead of lines.
+
+Tokens/s is the default metric (first, and the one the points are sorted by); a fault sweep
+(`is_fault_sweep`) puts goodput first. The best setting per ranked metric is named above the
+table, ties as ties (`best_of`). Scale-like keys (`LOG_KEYS`, or all values positive and
+spanning `LOG_SPAN`x) are drawn on a log axis, a value 0 of such a key (faults.scale=0: no
+faults) as a dashed reference line. A heatmap whose cells differ by less than
+`FLAT_HEATMAP` says so in its title and does not stretch its colours over the difference.
+A sweep with fewer rows than points is marked partial.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -25,9 +35,57 @@ from rlsim.config.errors import ScenarioError
 from rlsim.report.page import Page, esc, table, write_atomic
 from rlsim.report.style import layout, run_color
 
-MAIN_METRICS = ("step_time_s.mean", "throughput.samples_per_s", "cost.usd_per_1k_samples",
-                "goodput")
-"""Plotted first, in this order (prefix match); then gpu_util.*, then the rest."""
+MAIN_METRICS = ("throughput.tokens_per_s", "throughput.samples_per_s", "goodput",
+                "step_time_s.mean", "cost.usd_per_1k_samples")
+"""Plotted first, in this order (prefix match); then gpu_util.*, then the rest. Tokens/s
+is the default metric: samples/s ranks settings that train shorter responses higher."""
+FAULT_MAIN_METRICS = ("goodput", "throughput.tokens_per_s", "throughput.samples_per_s",
+                      "cost.usd_per_1k_samples", "step_time_s.mean")
+"""The order for a fault sweep (`is_fault_sweep`): goodput first, since step time leaves
+the time lost to faults and restarts between steps out."""
+
+RANKED = (("throughput.tokens_per_s", "max"), ("throughput.samples_per_s", "max"),
+          ("goodput_samples_per_s", "max"), ("step_time_s.mean", "min"),
+          ("cost.usd_per_1k_samples", "min"))
+"""Metrics for which the best setting is named (sweep summary and report), and which way is
+better."""
+FAULT_RANKED = (("goodput_samples_per_s", "max"), ("throughput.tokens_per_s", "max"),
+                ("cost.usd_per_1k_samples", "min"))
+"""A fault sweep's: not step time, which does not count restarts (the fewest steps done
+between faults would look best), nor samples/s, which counts samples later lost."""
+TIE_RTOL = 1e-9
+"""Settings whose means are this close (relative) tie for best: they are all named."""
+LOG_KEYS = ("faults.scale",)
+"""Keys drawn on a log axis whatever their values (a rate multiplier)."""
+LOG_SPAN = 10.0
+"""A numeric key whose values are all positive and span this factor or more is drawn on a
+log axis too."""
+FLAT_HEATMAP = 0.01
+"""A heatmap whose cells differ by less than this fraction of their largest magnitude says
+so, and its colour range is widened to +-FLAT_COLOUR_RANGE of the mean so that the
+difference does not fill the colour scale."""
+FLAT_COLOUR_RANGE = 0.05
+
+
+def is_fault_sweep(keys: Sequence[str], overrides: Sequence[str],
+                   injected: Sequence[Any]) -> bool:
+    """A sweep of failures: a swept key or a --set override under `faults.`, or a finished
+    point that injected a fault (`injected`: the rows' `faults.injected`)."""
+    if any(k.startswith("faults.") for k in keys):
+        return True
+    if any(str(o).split("=", 1)[0].strip().startswith("faults.") for o in overrides):
+        return True
+    return any(bool(v) for v in injected if v is not None)
+
+
+def best_of(means: dict[Any, float], better: str) -> list[Any]:
+    """Every setting whose mean is the best (within TIE_RTOL), in the order given."""
+    finite = {g: m for g, m in means.items() if math.isfinite(m)}
+    if not finite:
+        return []
+    top = max(finite.values()) if better == "max" else min(finite.values())
+    tol = TIE_RTOL * max(abs(top), 1e-300)
+    return [g for g, m in finite.items() if abs(m - top) <= tol]
 
 _NOT_METRICS = {"point", "replicate", "seed", "error"}
 _LAST = ("wall_s", "events")  # facts about the simulation, not the simulated system
@@ -77,6 +135,18 @@ class Sweep:
     def rows(self) -> int:
         return len(self.columns.get("point", []))
 
+    @property
+    def fault(self) -> bool:
+        """A fault sweep: ranked by goodput (see `is_fault_sweep`)."""
+        ok = self.ok_rows()
+        injected = [v for v, good in zip(self.columns.get("faults.injected", []), ok,
+                                         strict=False) if good]
+        return is_fault_sweep(self.keys, [str(o) for o in self.spec.get("overrides") or []],
+                              injected)
+
+    def ranked(self) -> tuple[tuple[str, str], ...]:
+        return FAULT_RANKED if self.fault else RANKED
+
     def ok_rows(self) -> np.ndarray:
         errors = self.columns.get("error") or [None] * self.rows
         return np.asarray([not e for e in errors], dtype=bool)
@@ -93,8 +163,10 @@ class Sweep:
             if len(v) and np.ptp(v) > 1e-12 * max(1.0, float(np.abs(v).max())):
                 out.append(name)
 
+        order = FAULT_MAIN_METRICS if self.fault else MAIN_METRICS
+
         def rank(m: str) -> tuple[int, int, str]:
-            for i, prefix in enumerate(MAIN_METRICS):
+            for i, prefix in enumerate(order):
                 if m.startswith(prefix):
                     return (0, i, m)
             if m.startswith("gpu_util."):
@@ -242,11 +314,52 @@ def _series_figure(sw: Sweep, metric: str, key: str) -> dict[str, Any]:
     xaxis: dict[str, Any] = {}
     if key not in sw.numeric:
         xaxis = {"type": "category"}
-    elif not sw.continuous(key) and len(xs) > 2 and min(xs) > 0 and max(xs) / min(xs) >= 8:
-        # Powers-of-two grids (tp, batch) read better on log axes, ticked at the grid.
-        xaxis = {"type": "log", "tickvals": xs, "ticktext": [_fmt(x) for x in xs]}
+    elif log_axis(key, xs):
+        positive = [x for x in xs if x > 0]
+        traces = _log_traces(traces, key, positive)
+        xaxis = {"type": "log"}
+        if not sw.continuous(key):  # ticked at the grid
+            xaxis.update(tickvals=positive, ticktext=[_fmt(x) for x in positive])
     return {"data": traces, "layout": layout(key, metric_label(metric), height_px=300,
                                              xaxis=xaxis, showlegend=len(traces) > 1)}
+
+
+def log_axis(key: str, values: list[Any]) -> bool:
+    """Scale-like: a LOG_KEYS key with two positive values or more, or numeric values all
+    positive spanning LOG_SPAN times or more."""
+    nums = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    positive = [v for v in nums if v > 0]
+    if key in LOG_KEYS:
+        return len(positive) >= 2
+    return len(positive) == len(nums) >= 2 and max(positive) / min(positive) >= LOG_SPAN
+
+
+def _log_traces(traces: list[dict[str, Any]], key: str,
+                positive: list[Any]) -> list[dict[str, Any]]:
+    """A log axis cannot place x <= 0 (faults.scale=0, no faults): such points become a
+    dashed horizontal line at their value, across the positive values, named for them."""
+    out = []
+    for tr in traces:
+        xs, ys = tr.get("x", []), tr.get("y", [])
+        keep = [i for i, x in enumerate(xs) if x > 0]
+        out.append({**tr, "x": [xs[i] for i in keep], "y": [ys[i] for i in keep],
+                    **({"customdata": [tr["customdata"][i] for i in keep]}
+                       if "customdata" in tr else {}),
+                    **({"error_y": {**tr["error_y"],
+                                    "array": [tr["error_y"]["array"][i] for i in keep],
+                                    "arrayminus": [tr["error_y"]["arrayminus"][i]
+                                                   for i in keep]}}
+                       if "error_y" in tr else {})})
+        color = (tr.get("line") or tr.get("marker") or {}).get("color")
+        for i, x in enumerate(xs):
+            if x <= 0:
+                out.append({"type": "scatter", "mode": "lines",
+                            "name": f"{tr.get('name', '')} at {key}={_fmt(x)}".strip(),
+                            "x": [min(positive), max(positive)], "y": [ys[i], ys[i]],
+                            "line": {"color": color, "width": 1.5, "dash": "dash"},
+                            "hovertemplate": f"{esc(key)}={_fmt(x)}: %{{y:.4g}}"
+                                             "<extra></extra>"})
+    return out
 
 
 def _chooser_figure(sw: Sweep, metrics: list[str], key: str) -> dict[str, Any]:
@@ -276,18 +389,46 @@ def _chooser_figure(sw: Sweep, metrics: list[str], key: str) -> dict[str, Any]:
     return {"data": data, "layout": base}
 
 
+def heatmap_spread(z: list[list[float | None]]) -> float | None:
+    """(max - min) / largest magnitude of the cells; None when fewer than two cells."""
+    cells = [v for row in z for v in row if v is not None and math.isfinite(v)]
+    if len(cells) < 2:
+        return None
+    top = max(abs(v) for v in cells)
+    return (max(cells) - min(cells)) / top if top > 0 else 0.0
+
+
 def _heatmap(sw: Sweep, metric: str, kx: str, ky: str) -> dict[str, Any]:
     ok = sw.ok_rows()
     stats = _stats(sw, metric, [kx, ky], ok)
     xs, ys = sw.values(kx), sw.values(ky)
     z = [[stats[(x, y)][0] if (x, y) in stats else None for x in xs] for y in ys]
-    return {"data": [{"type": "heatmap", "x": [_fmt(x) for x in xs], "y": [_fmt(y) for y in ys],
-                      "z": z, "colorscale": "Viridis", "texttemplate": "%{z:.3g}",
-                      "hovertemplate": f"{esc(kx)}=%{{x}}<br>{esc(ky)}=%{{y}}<br>"
-                                       "mean %{z:.4g}<extra></extra>",
-                      "colorbar": {"thickness": 12}}],
-            "layout": layout(kx, ky, height_px=320, xaxis={"type": "category"},
-                             yaxis={"type": "category"})}
+    trace: dict[str, Any] = {
+        "type": "heatmap", "x": [_fmt(x) for x in xs], "y": [_fmt(y) for y in ys],
+        "z": z, "colorscale": "Viridis", "texttemplate": "%{z:.4g}",
+        "hovertemplate": f"{esc(kx)}=%{{x}}<br>{esc(ky)}=%{{y}}<br>mean %{{z:.4g}}"
+                         "<extra></extra>",
+        "colorbar": {"thickness": 12}}
+    fig_layout = layout(kx, ky, height_px=320, xaxis={"type": "category"},
+                        yaxis={"type": "category"})
+    spread = heatmap_spread(z)
+    if spread is not None and spread < FLAT_HEATMAP:
+        # Plotly stretches any range over the whole scale: a 0.1% difference would span
+        # yellow to purple. Pin the range around the mean so it takes a sliver of it.
+        cells = [v for row in z for v in row if v is not None and math.isfinite(v)]
+        mid = sum(cells) / len(cells)
+        half = FLAT_COLOUR_RANGE * max(abs(mid), max(abs(v) for v in cells), 1e-300)
+        trace.update(zmin=mid - half, zmax=mid + half, zauto=False)
+        fig_layout["title"] = {"text": f"flat: all cells within {100 * spread:.2g}% of each "
+                                       f"other (colours span ±{100 * FLAT_COLOUR_RANGE:.0f}%)",
+                               "font": {"size": 12}}
+        fig_layout["margin"] = {**fig_layout.get("margin", {}), "t": 36}
+    return {"data": [trace], "layout": fig_layout}
+
+
+def flat_note(spread: float | None) -> str:
+    return (f" (flat: within {100 * spread:.2g}%)" if spread is not None
+            and spread < FLAT_HEATMAP else "")
 
 
 # ---------------------------------------------------------------- page
@@ -296,11 +437,9 @@ def _points_table(sw: Sweep, metrics: list[str]) -> str:
     if not metrics or not ok.any():
         return ""
     stats = {m: _stats(sw, m, sw.keys, ok) for m in metrics}
-    combos = list(stats[metrics[0]])
-    if metrics[0].startswith(("step_time", "cost")):
-        combos.sort(key=lambda c: stats[metrics[0]][c][0])
-    else:
-        combos.sort(key=lambda c: -stats[metrics[0]][c][0])
+    combos = sorted(stats[metrics[0]], key=_order)  # ties keep the grid order
+    sign = 1.0 if _better(metrics[0]) == "min" else -1.0
+    combos.sort(key=lambda c: sign * stats[metrics[0]][c][0])
     shown = combos[:MAX_POINTS_ROWS]
     rows = [[esc(", ".join(f"{k}={_fmt(v)}" for k, v in zip(sw.keys, c, strict=True)))]
             + [esc(f"{stats[m][c][0]:.4g}") if c in stats[m] else "–" for m in metrics]
@@ -310,6 +449,39 @@ def _points_table(sw: Sweep, metrics: list[str]) -> str:
     more = (f'<p class="caption">Best {len(shown)} of {len(combos)} points shown.</p>'
             if len(combos) > len(shown) else "")
     return table(head, rows) + more
+
+
+def _better(metric: str) -> str:
+    ranked = dict(RANKED + FAULT_RANKED)
+    if metric in ranked:
+        return ranked[metric]
+    return "min" if metric.startswith(("step_time", "cost", "phase_time")) else "max"
+
+
+def _best_lines(sw: Sweep) -> str:
+    """The best setting per ranked metric (mean over replicates), ties named as ties."""
+    ok = sw.ok_rows()
+    items = []
+    for metric, better in sw.ranked():
+        if metric not in sw.columns or metric not in sw.numeric:
+            continue
+        means = {c: v[0] for c, v in sorted(_stats(sw, metric, sw.keys, ok).items(),
+                                             key=lambda kv: _order(kv[0]))}
+        best = best_of(means, better)
+        if not best:
+            continue
+        settings = "; ".join(", ".join(f"{k}={_fmt(v)}" for k, v in zip(sw.keys, c,
+                                                                         strict=True))
+                             for c in best[:4]) + (" …" if len(best) > 4 else "")
+        tie = (f" — all {len(best)} settings tie" if len(best) == len(means) > 1 else
+               f" — tie of {len(best)} settings" if len(best) > 1 else "")
+        items.append(f"<li>{esc(metric_label(metric))} ({'higher' if better == 'max' else 'lower'}"
+                     f" is better): {esc(settings)} at {esc(_fmt(means[best[0]]))}{esc(tie)}</li>")
+    if not items:
+        return ""
+    note = (" Fault sweep: ranked by goodput; step time leaves the time lost to faults out, "
+            "so it is not ranked." if sw.fault else "")
+    return f'<p class="caption">Best per metric.{esc(note)}</p><ul>{"".join(items)}</ul>'
 
 
 def _errors_table(sw: Sweep) -> str:
@@ -341,6 +513,10 @@ def render_sweep(sweep_dir: Path) -> str:
         chips.append(("replicates", str(spec["reps"])))
     errors = int((~sw.ok_rows()).sum()) if sw.rows else 0
     chips.append(("rows", f"{sw.rows} ({errors} failed)"))
+    planned = spec.get("points")
+    if isinstance(planned, int) and sw.rows < planned:
+        chips.append(("partial", f"{sw.rows} of {planned} points done; rlsim sweep ... "
+                      "--resume continues it"))
     fixed = f" with --set {' '.join(map(str, overrides))}" if overrides else ""
     page = Page(f"rlsim sweep · {scenario}", f"Sweep folder {sw.path}{fixed}", chips)
     metrics = sw.metrics()
@@ -356,7 +532,7 @@ def render_sweep(sweep_dir: Path) -> str:
         page.absent("No metric varies across the successful rows: the swept keys made no "
                     "difference to any of them.")
         main = [c for c in sw.columns if c in sw.numeric and c.startswith(MAIN_METRICS)]
-    page.raw(_points_table(sw, main))
+    page.raw(_best_lines(sw) + _points_table(sw, main))
     for key in sw.keys if metrics else []:
         if key not in sw.columns:
             page.section(_anchor(key), f"Metrics vs {key}")
@@ -387,8 +563,9 @@ def render_sweep(sweep_dir: Path) -> str:
                      "blank cells were not run or failed.")
         for a, b in pairs:
             page.sub(f"{a} × {b}")
-            page.grid([page.plot_html(_heatmap(sw, m, a, b), metric_label(m))
-                       for m in main[:6]])
+            figs = [(m, _heatmap(sw, m, a, b)) for m in main[:6]]
+            page.grid([page.plot_html(fig, metric_label(m) + flat_note(
+                heatmap_spread(fig["data"][0]["z"]))) for m, fig in figs])
     page.section("errors", "Failed rows",
                  "Points whose simulation raised an error (they are left out of the plots).")
     errs = _errors_table(sw)

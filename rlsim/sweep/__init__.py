@@ -12,15 +12,18 @@ Modules, one job each:
 - `store`: DIR/sweep.json and DIR/results/part-NNNNNN.parquet, one file per point, each
   renamed into place by the single writer; read with
   `pyarrow.parquet.read_table(DIR / "results")`.
-- `executors`: a local process pool (fork on Linux) or Ray tasks.
-- `runner`: `run_sweep`: check, open the store, run what is left, stop cleanly on Ctrl-C.
-- `display`: the progress bar and the closing summary on stderr.
+- `executors`: a local process pool (fork on Linux; workers die with the main process) or
+  Ray tasks; a point that raises is yielded as a failure, the others go on.
+- `runner`: `run_sweep`: check (options, size limits), open the store, run what is left,
+  stop cleanly on Ctrl-C, write DIR/status.json (complete or partial).
+- `display`: progress with an ETA (time-based), the closing summary (best per metric, ties
+  as ties, fault sweeps by goodput) and the failed points, on stderr.
 """
 
-from rlsim.sweep.executors import EXECUTORS, PointFailed, check_executor
+from rlsim.sweep.executors import EXECUTORS, check_executor
 from rlsim.sweep.runner import SweepOutcome, run_sweep
 from rlsim.sweep.spec import Point, PointContext, SweepSpec, build_spec, replicate_seed
 from rlsim.sweep.store import read_results
 
-__all__ = ["EXECUTORS", "Point", "PointContext", "PointFailed", "SweepOutcome", "SweepSpec",
-           "build_spec", "check_executor", "read_results", "replicate_seed", "run_sweep"]
+__all__ = ["EXECUTORS", "Point", "PointContext", "SweepOutcome", "SweepSpec", "build_spec",
+           "check_executor", "read_results", "replicate_seed", "run_sweep"]

@@ -1,11 +1,15 @@
 """Running a sweep: check it, open its store, run the points not yet done, stop cleanly.
 
 Owns the order of a sweep's life. Nothing is written until the sweep is known to be
-runnable: bad executor options and a sweep whose every point fails validation with one
-and the same error (an unknown key, a bad --set) raise ScenarioError first. Then the store
-is opened (or reopened for --resume), the unfinished points go to the executor, and each
-finished point is written by this process as it arrives. Ctrl-C (or SIGTERM) stops the
-workers and returns with `interrupted` set; the finished points stay on disk.
+runnable: bad executor options, a sweep too large to finish (more than `max_points`
+points, or a point over the run-size limits of `rlsim.config.limits`), and a sweep whose
+every point fails validation with one and the same error (an unknown key, a bad --set)
+raise ScenarioError first. Then the store is opened (or reopened for --resume), the
+unfinished points go to the executor, and each finished point is written by this process
+as it arrives. A point that raises an internal error (or whose worker dies) is not
+written and does not stop the others: it comes back in `SweepOutcome.crashed`. Ctrl-C (or
+SIGTERM) stops the workers and returns with `interrupted` set; the finished points stay
+on disk. DIR/status.json then records whether the sweep is complete or partial.
 """
 
 from __future__ import annotations
@@ -22,10 +26,19 @@ from typing import Protocol
 import pyarrow as pa
 
 from rlsim.config.errors import ScenarioError
+from rlsim.config.limits import WorkEstimate, check_work, estimate_work
 from rlsim.sweep.executors import Executor, check_executor, make_executor
 from rlsim.sweep.spec import ERROR_COLUMN, Point, PointContext, SweepSpec
-from rlsim.sweep.store import ResultStore
+from rlsim.sweep.store import ResultStore, write_status
 from rlsim.sweep.worker import error_line, validate
+
+DEFAULT_MAX_POINTS = 10_000
+"""Points a sweep may have without --max-points: at the ~0.25 s of a small scenario, about
+40 min on one core; a 10^6-point grid (days, and a million Parquet files) is refused."""
+MAX_POINTS_FLAG = "--max-points"
+SIZE_SAMPLE = 256
+"""Settings whose scenarios are sized (evenly spaced, plus the last) to find the largest
+point and the sweep's work; ~0.2 ms each."""
 
 
 class Progress(Protocol):
@@ -35,7 +48,24 @@ class Progress(Protocol):
 
     def update(self, done: int, failed: int, seconds: float) -> None: ...
 
+    def tick(self) -> None:
+        """Called about twice a second while no point finishes (time-based redraw)."""
+        ...
+
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class FailedPoint:
+    """A point that did not give metrics: its id, `key=value`s and the one-line reason."""
+
+    point: int
+    values: tuple[str, ...]
+    why: str
+
+    def line(self) -> str:
+        where = f" ({', '.join(self.values)})" if self.values else ""
+        return f"point {self.point}{where}: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -48,6 +78,86 @@ class SweepOutcome:
     failed: int          # finished points whose scenario was invalid (error rows)
     interrupted: bool
     table: pa.Table      # every finished point, sorted by point
+    crashed: tuple[FailedPoint, ...] = ()  # raised an internal error: not stored, rerun
+    keys: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """Points are left to run (interrupted, or crashed): --resume continues it."""
+        return self.done < self.points
+
+    def failures(self) -> list[FailedPoint]:
+        """Every point without metrics: invalid (error rows) and crashed, by point."""
+        bad = [FailedPoint(int(r["point"]), _assignments(self.keys, r), str(r[ERROR_COLUMN]))
+               for r in self.table.to_pylist() if r.get(ERROR_COLUMN) is not None]
+        return sorted([*bad, *self.crashed], key=lambda f: f.point)
+
+    def status(self) -> dict[str, object]:
+        """DIR/status.json: complete or partial, with the counts."""
+        return {"state": "partial" if self.partial else "complete", "points": self.points,
+                "done": self.done, "failed": self.failed + len(self.crashed),
+                "interrupted": self.interrupted,
+                "failures": [f.line() for f in self.failures()]}
+
+
+def _assignments(keys: tuple[str, ...], row: dict[str, object]) -> tuple[str, ...]:
+    return tuple(f"{k}={row.get(k)}" for k in keys)
+
+
+def _size(spec: SweepSpec, ctx: PointContext, ids: list[int]) -> list[tuple[WorkEstimate,
+                                                                             Point]]:
+    """Work estimates of the listed points whose scenarios are valid."""
+    out = []
+    for pid in ids:
+        point = spec.point(pid)
+        try:
+            scenario, _ = validate(ctx, point)
+        except ScenarioError:
+            continue  # an invalid point costs nothing; it is reported as a row
+        out.append((estimate_work(scenario), point))
+    return out
+
+
+def check_size(spec: SweepSpec, ctx: PointContext, max_points: int,
+               allow_large: bool) -> None:
+    """Refuse, before anything is expanded or written, a sweep with more than `max_points`
+    points, and one whose largest sized point is over the run-size limits."""
+    n = spec.n_points
+    if n > max_points:
+        # The first and last grid settings at random index 0: drawing up to a huge random
+        # index would itself take the memory this check is here to protect.
+        per_setting = max(spec.random, 1) * spec.reps
+        sized = _size(spec, ctx, sorted({0, n - per_setting}))
+        mean_s = sum(e.wall_s for e, _ in sized) / len(sized) if sized else 0.0
+        work = (f", about {_duration(mean_s * n)} of simulation on one core (from its first "
+                "and last settings)" if sized else "")
+        raise ScenarioError(MAX_POINTS_FLAG, f"the sweep has {n:,} points{work}, over the "
+                            f"limit of {max_points:,}; sweep fewer values, or pass "
+                            f"{MAX_POINTS_FLAG} {n} to run it anyway")
+    settings = n // spec.reps  # replicates differ only in their seed: the same size
+    step = max(1, settings // SIZE_SAMPLE)
+    ids = sorted({*range(0, settings, step), settings - 1})
+    sized = _size(spec, ctx, [i * spec.reps for i in ids])
+    if sized:
+        _, largest = max(sized, key=lambda ep: (ep[0].wall_s, ep[0].memory_bytes))
+        scenario, _ = validate(ctx, largest)
+        try:
+            check_work(scenario, allow_large)
+        except ScenarioError as err:
+            where = ", ".join(f"{k}={v}" for k, v in zip(spec.keys, largest.values,
+                                                          strict=True))
+            raise ScenarioError(err.field, f"point {largest.id} ({where}): {err.message}"
+                                ) from None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:,.0f} days"
 
 
 def preflight(ctx: PointContext, points: list[Point]) -> None:
@@ -92,16 +202,22 @@ def _failed(table: pa.Table) -> int:
 
 def run_sweep(spec: SweepSpec, ctx: PointContext, out_dir: Path, *, executor: str = "local",
               jobs: int | None = None, address: str | None = None, resume: bool = False,
-              progress: Progress | None = None) -> SweepOutcome:
+              progress: Progress | None = None, max_points: int = DEFAULT_MAX_POINTS,
+              allow_large: bool = False) -> SweepOutcome:
     """Run (or resume) the sweep into `out_dir`; see the module docstring for the order."""
     check_executor(executor, jobs, address)
+    if max_points < 1:
+        raise ScenarioError(MAX_POINTS_FLAG, f"must be >= 1, got {max_points}")
+    check_size(spec, ctx, max_points, allow_large)
     points = spec.points()
     preflight(ctx, points)
     store = ResultStore.open(out_dir, spec.to_json(), spec.columns(), resume)
     todo = [p for p in points if p.id not in store.done]
     interrupted = False
+    crashed: list[FailedPoint] = []
     if todo:
         failed = _failed(store.read())
+        by_id = {p.id: p for p in todo}
         workers: Executor | None = None
         with _sigterm_interrupts():
             try:
@@ -109,10 +225,22 @@ def run_sweep(spec: SweepSpec, ctx: PointContext, out_dir: Path, *, executor: st
                 if progress is not None:
                     progress.start(len(points), len(store.done), workers.parallelism)
                 for result in workers.run(todo):
-                    store.write(result.row)
-                    failed += result.row[ERROR_COLUMN] is not None
+                    if result is None:
+                        if progress is not None:
+                            progress.tick()
+                        continue
+                    if result.failure is not None:
+                        point = by_id[int(result.row["point"])]
+                        crashed.append(FailedPoint(point.id, _assignments(
+                            spec.keys, dict(zip(spec.keys, point.values, strict=True))),
+                            result.failure))
+                        failed += 1
+                    else:
+                        store.write(result.row)
+                        failed += result.row[ERROR_COLUMN] is not None
                     if progress is not None:
-                        progress.update(len(store.done), failed, result.seconds)
+                        progress.update(len(store.done) + len(crashed), failed,
+                                        result.seconds)
             except KeyboardInterrupt:
                 interrupted = True
             finally:
@@ -121,4 +249,7 @@ def run_sweep(spec: SweepSpec, ctx: PointContext, out_dir: Path, *, executor: st
                 if progress is not None:
                     progress.close()
     table = store.read()
-    return SweepOutcome(out_dir, len(points), table.num_rows, _failed(table), interrupted, table)
+    outcome = SweepOutcome(out_dir, len(points), table.num_rows, _failed(table), interrupted,
+                           table, tuple(crashed), spec.keys)
+    write_status(out_dir, outcome.status())
+    return outcome

@@ -140,22 +140,37 @@ class SweepSpec:
         """All points in expansion order (grids, then random points, then replicates)."""
         drawn = [random_values(r, self.random, self.seed) for r in self.ranges]
         seeds = [replicate_seed(self.seed, rep) for rep in range(self.reps)]
-        out: list[Point] = []
         combos = itertools.product(*(range(len(a.values)) for a in self.grid),
                                    range(max(self.random, 1)), range(self.reps))
-        for pid, combo in enumerate(combos):
-            *grid_idx, rand_idx, rep = combo
-            values: list[Any] = []
-            assigns: list[str] = []
-            for axis, i in zip(self.grid, grid_idx, strict=True):
-                values.append(axis.values[i])
-                assigns.append(f"{axis.key}={axis.raw[i]}")
-            for r, column in zip(self.ranges, drawn, strict=True):
-                values.append(column[rand_idx])
-                assigns.append(f"{r.key}={yaml_number(column[rand_idx])}")
-            out.append(Point(pid, rep, seeds[rep], tuple(values),
-                             (*self.overrides, *assigns, f"seed={seeds[rep]}")))
-        return out
+        return [self._point(pid, combo, drawn, seeds[combo[-1]])
+                for pid, combo in enumerate(combos)]
+
+    def point(self, pid: int) -> Point:
+        """Point `pid` alone, without expanding the others: what sizing a sweep too large
+        to expand needs. Random values are drawn up to its random index."""
+        sizes = [len(a.values) for a in self.grid] + [max(self.random, 1), self.reps]
+        combo: list[int] = []
+        rest = pid
+        for n in reversed(sizes):
+            rest, i = divmod(rest, n)
+            combo.append(i)
+        combo.reverse()
+        drawn = [random_values(r, combo[-2] + 1, self.seed) for r in self.ranges]
+        return self._point(pid, tuple(combo), drawn, replicate_seed(self.seed, combo[-1]))
+
+    def _point(self, pid: int, combo: tuple[int, ...], drawn: list[list[int | float]],
+               seed: int) -> Point:
+        *grid_idx, rand_idx, rep = combo
+        values: list[Any] = []
+        assigns: list[str] = []
+        for axis, i in zip(self.grid, grid_idx, strict=True):
+            values.append(axis.values[i])
+            assigns.append(f"{axis.key}={axis.raw[i]}")
+        for r, column in zip(self.ranges, drawn, strict=True):
+            values.append(column[rand_idx])
+            assigns.append(f"{r.key}={yaml_number(column[rand_idx])}")
+        return Point(pid, rep, seed, tuple(values),
+                     (*self.overrides, *assigns, f"seed={seed}"))
 
 
 def replicate_seed(scenario_seed: int, replicate: int) -> int:

@@ -19,6 +19,12 @@ float in another is float64. A metric column is known only once a row has it (an
 point's row has none), so when a row brings a new metric or widens a type, the parts
 already written are rewritten (again through a temporary name) to the wider schema;
 `--resume` finishes any rewrite a kill interrupted. Rows are sorted by `point` on reading.
+
+Nothing else belongs in results/: a stray file, or a part that is empty, corrupt, not a
+row of this sweep, or numbered beyond its points, stops `--resume` with one line naming the
+file and the fix (ScenarioError, exit 2) rather than a traceback from Arrow. DIR/status.json
+(`write_status`) records how the last run of the sweep ended: complete, or partial
+(interrupted, or with points that raised) with the counts.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import pyarrow.parquet as pq
 from rlsim.config.errors import ScenarioError
 
 SPEC_FILE = "sweep.json"
+STATUS_FILE = "status.json"
 RESULTS_DIR = "results"
 _PART_PREFIX = "part-"
 _PART_SUFFIX = ".parquet"
@@ -62,8 +69,9 @@ def _replace_atomically(table: pa.Table, path: Path) -> None:
 class ResultStore:
     """One sweep folder: its spec, its finished points, and the single writer of parts."""
 
-    def __init__(self, out_dir: Path, columns: list[tuple[str, str]]) -> None:
+    def __init__(self, out_dir: Path, columns: list[tuple[str, str]], points: int = 0) -> None:
         self.out_dir = out_dir
+        self.points = points  # point ids are 0..points-1 (0: not checked)
         self.results = out_dir / RESULTS_DIR
         self._fixed = pa.schema([(name, _TYPES[dtype]) for name, dtype in columns])
         self._metrics: dict[str, pa.DataType] = {}
@@ -73,7 +81,7 @@ class ResultStore:
     def open(cls, out_dir: Path, spec: dict[str, Any], columns: list[tuple[str, str]],
              resume: bool) -> ResultStore:
         """Start a new sweep folder, or reopen one for --resume (same spec required)."""
-        store = cls(out_dir, columns)
+        store = cls(out_dir, columns, int(spec.get("points", 0) or 0))
         spec_path = out_dir / SPEC_FILE
         if out_dir.exists() and not out_dir.is_dir():
             raise ScenarioError("--out", f"{str(out_dir)!r} is a file; give a folder")
@@ -94,7 +102,7 @@ class ResultStore:
         except OSError as err:
             raise ScenarioError("--out", f"cannot write sweep folder {str(out_dir)!r}: "
                                 f"{err.strerror or err}") from None
-        store._recover()
+        store._recover("--resume" if resume else "--out")
         return store
 
     def _part_files(self) -> dict[int, Path]:
@@ -107,17 +115,43 @@ class ResultStore:
                 found[pid] = entry
         return found
 
-    def _recover(self) -> None:
-        """Drop writes a kill interrupted; bring every finished part to one schema."""
-        for entry in self.results.iterdir():
-            if entry.name.startswith(".") and entry.name.endswith(_TMP_SUFFIX):
+    def _recover(self, option: str) -> None:
+        """Drop writes a kill interrupted; check every other file is a part of this sweep;
+        bring every finished part to one schema."""
+        for entry in sorted(self.results.iterdir()):
+            if entry.name.startswith(".") and entry.name.endswith(_TMP_SUFFIX) \
+                    and entry.is_file():
                 entry.unlink()
+                continue
+            pid = _part_id(entry.name)
+            if pid is None or not entry.is_file() or (self.points and pid >= self.points):
+                what = ("a part numbered beyond the sweep's points" if pid is not None
+                        and entry.is_file() else "not a result part")
+                raise ScenarioError(option, f"{str(entry)!r} is {what}: only "
+                                    "part-NNNNNN.parquet files of this sweep belong in "
+                                    f"{RESULTS_DIR}/; move it out and rerun")
         parts = self._part_files()
         self.done = set(parts)
-        for path in parts.values():
-            schema = pq.read_schema(path)
+        for _, path in sorted(parts.items()):
+            schema = self._read_part_schema(path, option)
+            missing = [n for n in self._fixed.names if n not in schema.names]
+            if missing:
+                raise ScenarioError(option, f"{str(path)!r} is not a row of this sweep (no "
+                                    f"column {missing[0]!r}); move it out of {RESULTS_DIR}/ "
+                                    "and rerun with --resume (its point runs again)")
             self._merge({f.name: f.type for f in schema if f.name not in self._fixed.names})
         self._conform()
+
+    @staticmethod
+    def _read_part_schema(path: Path, option: str) -> pa.Schema:
+        try:
+            if path.stat().st_size == 0:
+                raise ValueError("empty file")
+            return pq.read_schema(path)
+        except (OSError, ValueError, pa.ArrowException) as err:
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ScenarioError(option, f"{str(path)!r} is empty or corrupt ({reason}); delete "
+                                "it and rerun with --resume (its point runs again)") from None
 
     def schema(self) -> pa.Schema:
         metrics = [pa.field(n, self._metrics[n]) for n in sorted(self._metrics)]
@@ -160,6 +194,13 @@ class ResultStore:
         if not self.done:
             return self.schema().empty_table()
         return read_results(self.out_dir)
+
+
+def write_status(out_dir: Path, status: dict[str, Any]) -> None:
+    """DIR/status.json: how the last run of the sweep ended (written atomically)."""
+    tmp = out_dir / f".{STATUS_FILE}{_TMP_SUFFIX}"
+    tmp.write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out_dir / STATUS_FILE)
 
 
 def read_results(out_dir: Path) -> pa.Table:

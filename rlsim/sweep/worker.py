@@ -33,10 +33,16 @@ WALL_CLOCK = frozenset({"wall_s"})
 
 @dataclass(frozen=True)
 class PointResult:
-    """A finished point: its row and the seconds it took (for the progress ETA only)."""
+    """A finished point: its row and the seconds it took (for the progress ETA only).
+
+    `failure` is set (one line) when the point raised an internal error rather than a
+    ScenarioError: such a point is not stored (so `--resume` runs it again once fixed),
+    and the sweep goes on with the others and then exits 1 listing it.
+    """
 
     row: dict[str, Any]
     seconds: float
+    failure: str | None = None
 
 
 def validate(ctx: PointContext, point: Point) -> tuple[Scenario, Path]:
@@ -49,8 +55,15 @@ def error_line(err: ScenarioError) -> str:
     return ScenarioError(err.field, err.message).line().replace("\n", " ")
 
 
+def failure_line(err: BaseException) -> str:
+    """An internal error as one line: its type and the first line of its message."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
 def run_point(ctx: PointContext, point: Point) -> PointResult:
-    """Simulate one point; an invalid point becomes a row with `error` set."""
+    """Simulate one point; an invalid point becomes a row with `error` set, a point that
+    raises anything else a result with `failure` set."""
     t0 = time.perf_counter()
     row: dict[str, Any] = {"point": point.id, "replicate": point.replicate, "seed": point.seed}
     row.update(zip(ctx.keys, point.values, strict=True))
@@ -60,6 +73,8 @@ def run_point(ctx: PointContext, point: Point) -> PointResult:
         summary = simulate(scenario, base).summary
     except ScenarioError as err:
         row[ERROR_COLUMN] = error_line(err)
+    except Exception as err:  # a bug or a resource limit: report it, keep the sweep going
+        return PointResult(row, time.perf_counter() - t0, failure_line(err))
     else:
         taken = set(row)
         row.update((k, v) for k, v in flatten_metrics(summary).items() if k not in taken)

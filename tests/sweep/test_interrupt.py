@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,7 +68,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_sweep(tmp_path, monkeypatch,
     code, _, err = run_cli(_sweep_args(path, out, "--jobs", "2", "--resume")[3:],
                            monkeypatch, capsys)
     assert code == 0, err
-    assert f"{done_at_kill}/{POINTS} points" in err  # it started where it stopped
+    assert f"resuming, {done_at_kill}/{POINTS} points" in err  # it started where it stopped
     assert not leftover.exists()
     _reference(path, tmp_path / "whole")
     got = pq.read_table(out / "results").sort_by("point")
@@ -85,11 +86,14 @@ def test_ctrl_c_keeps_finished_points_and_exits_130(tmp_path, monkeypatch, capsy
     done = len(_parts(out))
     assert 2 <= done < POINTS
     assert err.strip().splitlines()[-1] == (
-        f"interrupted: {done} of {POINTS} points done; resume with --resume")
+        f"interrupted: {done} of {POINTS} points done, sweep partial; resume with --resume")
     assert "Traceback" not in err
+    status = json.loads((out / "status.json").read_text())  # marked partial on disk
+    assert status["state"] == "partial" and status["interrupted"] and status["done"] == done
     time.sleep(0.3)
     assert len(_parts(out)) == done  # nothing kept running in the background
     code, _, err = run_cli(_sweep_args(path, out, "--jobs", "2", "--resume")[3:],
                            monkeypatch, capsys)
     assert code == 0, err
     assert read_results(out).column("point").to_pylist() == list(range(POINTS))
+    assert json.loads((out / "status.json").read_text())["state"] == "complete"

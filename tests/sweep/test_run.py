@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -117,19 +118,68 @@ def test_out_with_results_needs_resume(scenario, tmp_path, monkeypatch, capsys):
 def test_json_is_the_only_stdout(scenario, tmp_path, monkeypatch, capsys):
     out = tmp_path / "s"
     code, stdout, err = run_cli(["sweep", str(scenario), "--out", str(out), "--grid",
-                                 "rollout.tp=1,16", "--grid", "steps=1,2", "--jobs", "2",
-                                 "--json"], monkeypatch, capsys)
-    assert code == 0
-    assert json.loads(stdout) == {"out": str(out), "points": 4, "done": 4, "failed": 2,
-                                  "interrupted": False}
-    assert "4/4 points" in err and "ETA" in err  # the progress bar
-    assert str(out / "results") in err and "step_time_s.mean (min)" in err
+                                 "workload.prompts_per_step=4,8", "--grid", "steps=1,2",
+                                 "--jobs", "2", "--json"], monkeypatch, capsys)
+    assert code == 0, err
+    assert json.loads(stdout) == {"out": str(out), "points": 4, "done": 4, "failed": 0,
+                                  "interrupted": False, "partial": False, "failures": []}
+    assert "4 of 4 points done (0 failed)" in err
+    assert str(out / "results") in err and "throughput.tokens_per_s (max)" in err
     spec = json.loads((out / "sweep.json").read_text())
-    assert spec["points"] == 4 and spec["keys"] == ["rollout.tp", "steps"]
-    assert spec["grid"] == {"rollout.tp": ["1", "16"], "steps": ["1", "2"]}
+    assert spec["points"] == 4 and spec["keys"] == ["workload.prompts_per_step", "steps"]
+    assert spec["grid"] == {"workload.prompts_per_step": ["4", "8"], "steps": ["1", "2"]}
+    assert json.loads((out / "status.json").read_text())["state"] == "complete"
     code, stdout, _ = run_cli(["sweep", str(scenario), "--out", str(tmp_path / "t"), "--grid",
                                "steps=1,2"], monkeypatch, capsys)
     assert code == 0 and stdout == ""
+
+
+def test_failed_points_exit_1_and_are_listed(scenario, tmp_path, monkeypatch, capsys):
+    """Regression: a sweep whose points failed exited 0 with only a count."""
+    out = tmp_path / "s"
+    code, stdout, err = run_cli(["sweep", str(scenario), "--out", str(out), "--grid",
+                                 "rollout.tp=1,16", "--grid", "steps=1,2", "--jobs", "2",
+                                 "--json"], monkeypatch, capsys)
+    assert code == 1
+    got = json.loads(stdout)
+    assert (got["done"], got["failed"], got["partial"]) == (4, 2, False)
+    listed = [line for line in err.splitlines() if line.startswith("failed: point")]
+    assert [line.split(":")[1] for line in listed] == [" point 2 (rollout.tp=16, steps=1)",
+                                                       " point 3 (rollout.tp=16, steps=2)"]
+    assert all("TP 16" in line or "rollout.tp" in line.split(")", 1)[1] for line in listed)
+    assert err.strip().splitlines()[-1].startswith("rlsim: error: sweep: 2 of 4 points failed")
+    assert read_results(out).num_rows == 4  # the finished points are kept
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers inherit the patch")
+def test_a_point_that_raises_does_not_stop_the_others(scenario, tmp_path, monkeypatch,
+                                                      capsys):
+    """Regression: the first point that raised (PointFailed) stopped the whole sweep."""
+    import rlsim.sweep.worker as worker
+
+    real = worker.simulate
+
+    def flaky(scenario, base):  # point with 2 prompts per step hits a "bug"
+        if scenario.workload.prompts_per_step == 2:
+            raise ZeroDivisionError("simulated bug\nsecond line")
+        return real(scenario, base)
+
+    monkeypatch.setattr(worker, "simulate", flaky)  # forked workers inherit it
+    out = tmp_path / "s"
+    args = ["sweep", str(scenario), "--out", str(out), "--grid",
+            "workload.prompts_per_step=2,4,8", "--jobs", "1"]
+    code, _, err = run_cli(args, monkeypatch, capsys)
+    assert code == 1
+    assert "failed: point 0 (workload.prompts_per_step=2): ZeroDivisionError: simulated bug" \
+        in err.splitlines()
+    assert "--resume" in err.strip().splitlines()[-1]
+    assert sorted(read_results(out).column("point").to_pylist()) == [1, 2]
+    status = json.loads((out / "status.json").read_text())
+    assert status["state"] == "partial" and status["failed"] == 1
+    monkeypatch.setattr(worker, "simulate", real)  # "fixed": --resume runs only that point
+    code, _, err = run_cli([*args, "--resume"], monkeypatch, capsys)
+    assert code == 0, err
+    assert read_results(out).column("point").to_pylist() == [0, 1, 2]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -138,3 +188,26 @@ def test_rows_do_not_depend_on_jobs(scenario, tmp_path, jobs):
     run_sweep(spec, ctx, tmp_path / "ref", jobs=1)
     run_sweep(spec, ctx, tmp_path / "s", jobs=jobs)
     assert read_results(tmp_path / "s").equals(read_results(tmp_path / "ref"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers inherit the patch")
+def test_a_worker_that_dies_fails_its_point_and_the_rest_run(scenario, tmp_path, monkeypatch):
+    """Regression: a dead worker (out of memory, killed) broke the pool and stopped the
+    sweep; now its point fails and a fresh pool runs the rest."""
+    import os
+
+    import rlsim.sweep.worker as worker
+
+    real = worker.simulate
+
+    def dies(scenario, base):
+        if scenario.workload.prompts_per_step == 4:
+            os._exit(9)  # as the OOM killer would leave it
+        return real(scenario, base)
+
+    monkeypatch.setattr(worker, "simulate", dies)
+    spec, ctx = build_spec(scenario, [], ["workload.prompts_per_step=2,4,8,16"], None, [], 1)
+    outcome = run_sweep(spec, ctx, tmp_path / "s", jobs=1)
+    assert [f.point for f in outcome.crashed] == [1]
+    assert "worker process died" in outcome.crashed[0].why
+    assert outcome.table.column("point").to_pylist() == [0, 2, 3] and outcome.partial
