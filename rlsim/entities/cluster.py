@@ -8,9 +8,8 @@ naming the field to change.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import simpy
 
@@ -18,6 +17,7 @@ from rlsim.config.errors import ScenarioError
 from rlsim.config.hardware import ModelSpec
 from rlsim.config.placement import Placement, resolve_placement
 from rlsim.config.scenario import PoolConfig, Scenario
+from rlsim.cost.fit import FitError, check_sequence, engine_fit
 from rlsim.cost.inference import InferenceCost
 from rlsim.cost.profile import Profile, builtin_profile, load_profile
 from rlsim.cost.streamed import StreamedWeightsCost
@@ -57,6 +57,15 @@ class Cluster:
     engines_at: Callable[[int], tuple[list[RolloutEngine], InferenceCost]] | None = None
     """Rollout engines re-laid out at another TP degree over the same GPUs (built once per
     degree, then reused), for policies that change the rollout TP between steps."""
+    closables: list[RolloutEngine | Trainer] = field(default_factory=list)
+    """Every engine, judge and trainer built for the run (other TP layouts and a stream
+    trainer included), for `close`."""
+
+    def close(self) -> None:
+        """The run has ended: every entity writes the spans and gauges it still holds open
+        (a busy engine's `busy` span, a trainer pass in flight), ended at the run's end."""
+        for entity in self.closables:
+            entity.close()
 
     def relayout(self, tp: int) -> None:
         """Make the engines at TP `tp` the current ones (they must all be idle); the weight
@@ -78,23 +87,31 @@ def _profile(pool: PoolConfig, field: str) -> Profile:
 
 
 def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,
-                 field: str, reserved_bytes_per_gpu: float = 0.0) -> tuple[InferenceCost, int]:
+                 field: str, reserved_bytes_per_gpu: float = 0.0,
+                 need_tokens: int = 1) -> tuple[InferenceCost, int]:
     """The engine's cost model and KV capacity; `reserved_bytes_per_gpu` is memory another
-    model on the same GPUs holds (an mps judge), taken from the KV cache."""
-    gpu = pool.gpu_spec
+    model on the same GPUs holds (an mps judge), taken from the KV cache; `need_tokens` is
+    the KV an engine must hold (one longest sequence), for the advice when it cannot. The
+    checks are `rlsim estimate`'s (`cost.fit`)."""
     try:
-        cost = InferenceCost(model, gpu, tp, profile)
-    except ValueError as err:  # e.g. TP that does not divide the attention heads
+        return engine_fit(model, pool.gpu_spec, tp, util, profile, reserved_bytes_per_gpu,
+                          need_tokens)
+    except ValueError as err:  # too large for its GPUs, or a TP the model cannot take
         raise ScenarioError(field, str(err)) from None
-    kv = cost.kv_capacity_tokens(util) - math.ceil(reserved_bytes_per_gpu
-                                                   / cost.kv_bytes_per_token_per_gpu)
-    if kv <= 0:
-        per_gpu = cost.weight_bytes_per_gpu() / GIB
-        raise ScenarioError(
-            field, f"{model.name} does not fit: {per_gpu:.1f} GiB of weights per GPU at TP {tp} "
-            f"on {gpu.name} ({gpu.hbm / GIB:.0f} GiB x {util} usable) leaves no KV cache; "
-            "raise the TP degree or use a larger GPU")
-    return cost, kv
+
+
+def _check_longest(scenario: Scenario, pool: PoolConfig, cost: InferenceCost, kv: int,
+                   util: float, reserved_bytes_per_gpu: float) -> None:
+    """One longest rollout sequence fits the model's context and an engine's KV cache."""
+    w = scenario.workload
+    try:
+        check_sequence(cost.model, pool.gpu_spec, cost.tp, util, cost.profile, kv,
+                       w.max_prompt_len + w.max_response_len,
+                       "one sequence of max_prompt_len + max_response_len",
+                       reserved_bytes_per_gpu)
+    except FitError as err:
+        name = "workload.max_response_len" if err.kind == "context" else "rollout.tp"
+        raise ScenarioError(name, str(err)) from None
 
 
 def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder) -> Cluster:
@@ -116,13 +133,8 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
         # context and workspace on every GPU: memory the KV cache gives up, faults or not
         reserved += scenario.recovery.engine.shadow_memory
     engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
-                                   "rollout.tp", reserved)
-    longest = w.max_prompt_len + w.max_response_len
-    if longest > kv:
-        raise ScenarioError(
-            "rollout.tp", f"one sequence of max_prompt_len + max_response_len = {longest} "
-            f"tokens exceeds an engine's KV cache ({kv} tokens); raise rollout.tp or "
-            "gpu_memory_utilization, or lower workload.max_response_len")
+                                   "rollout.tp", reserved, w.max_prompt_len + w.max_response_len)
+    _check_longest(scenario, rpool, engine_cost, kv, r.gpu_memory_utilization, reserved)
     engines = [
         RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
                       r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name, r.tp,
@@ -182,6 +194,9 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     _record_entities(recorder, engines, judges, trainer, reward, env_pool, link)
     layouts: dict[int, tuple[list[RolloutEngine], InferenceCost]] = {r.tp: (engines,
                                                                             engine_cost)}
+    closables: list[RolloutEngine | Trainer] = [*engines, *judges, trainer]
+    recorder.instant("cluster", "run", 0.0, steps=scenario.steps,
+                     warmup_steps=scenario.output.warmup_steps, policy=scenario.policy.name)
 
     def engines_at(tp: int) -> tuple[list[RolloutEngine], InferenceCost]:
         # Each engine of the new layout receives the weights over its own tp GPUs.
@@ -194,6 +209,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                                    rpool.name, tp, r.prefix_caching)
                      for i in range(place.rollout_gpus // tp)]
             _record_entities(recorder, built, [], None, None, None, None)
+            closables.extend(built)
             layouts[tp] = (built, cost)
         return layouts[tp]
 
@@ -201,7 +217,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                    train_cost, reward, judges, link, train_cost.weight_bytes(), env_pool,
                    judge_cost.warm_start_s() if isinstance(judge_cost, InferenceCost)
                    and jc is not None and jc.placement == "time_shared" else 0.0,
-                   engines_at)
+                   engines_at, closables)
 
 
 def _record_entities(recorder: Recorder, engines: list[RolloutEngine],

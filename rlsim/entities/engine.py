@@ -714,6 +714,26 @@ class RolloutEngine:
         if changed:
             self._gauges = (lkv, lrun, lwait)
 
+    def close(self) -> None:
+        """The run ends now: record the gauges exactly as they are and write the busy span
+        still open (an async engine rarely goes idle, so without this its busy time would
+        be lost). What the engine would do after this moment is not simulated, so the span
+        ends here, marked `open`."""
+        n_dec = len(self.decoding)
+        now = self.env._now
+        for gauge, value, last in zip(
+                _GAUGES, (self._kv_const + n_dec * self.clock + self._kv_prefill,
+                          len(self.prefilling) + n_dec, len(self.waiting)),
+                self._gauges, strict=True):
+            if value != last:
+                self.recorder.counter(self._track, gauge, now, value)
+        if self._busy_since is not None:
+            self.recorder.span(self._track, "busy", self._busy_since, now, pool=self.pool,
+                               gpus=self.gpus, requests=self._busy_requests,
+                               tokens=self._busy_tokens, open=True)
+            self._busy_since = None
+            self._busy_requests = self._busy_tokens = 0
+
     def _go_idle(self) -> None:
         self._record_gauges()
         if self._busy_since is not None:

@@ -48,6 +48,8 @@ class Trainer:
         """fail-slow: a pass that starts while this is above 1 takes this many times longer
         (a straggler GPU holds every collective of the pass)."""
         self._ops: list[simpy.Process] = []  # passes queued or running, for `kill`
+        # the pass holding the GPUs: (start, name, compute, attrs), for `close`
+        self._running: tuple[float, str, bool, dict[str, Any]] | None = None
 
     def train(self, tokens: int, seq_tokens: float | None = None,
               **attrs: Any) -> simpy.Process:
@@ -83,6 +85,19 @@ class Trainer:
                 op.interrupt("killed")
         self._ops.clear()
 
+    def close(self) -> None:
+        """The run ends now: a pass still holding the GPUs is recorded up to now (marked
+        `open`); the rest of it is not simulated."""
+        if self._running is None:
+            return
+        t0, name, compute, attrs = self._running
+        now = self.env.now
+        if compute:
+            self.recorder.span(self.track, "busy", t0, now, pool=self.pool, gpus=self.gpus,
+                               work=name, open=True)
+        self.recorder.span(self.track, name, t0, now, **attrs, open=True)
+        self._running = None
+
     def _op(self, body: Generator[simpy.Event, Any, float]) -> simpy.Process:
         proc = self.env.process(body)
         self._ops = [op for op in self._ops if op.is_alive]
@@ -97,9 +112,11 @@ class Trainer:
                 yield req
                 t0 = self.env.now
                 duration_s *= self.slowdown
+                self._running = (t0, name, compute, attrs)
                 yield self.env.timeout(duration_s)
             except simpy.Interrupt:
                 attrs = {**attrs, "killed": True}
+            self._running = None
             if t0 is None:
                 return 0.0  # killed while queued: it never ran
             if compute:

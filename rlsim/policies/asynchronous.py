@@ -338,6 +338,11 @@ class _AsyncRun:
         for s in g.slots:  # the redundant ones too: each is a fresh attempt
             self._start(s)
 
+    def open_attempts(self) -> int:
+        """Sample attempts started whose outcome is still open (in flight, or scored in a
+        group not trained yet): `leftover` as a running count."""
+        return self.attempts - sum(self.outcomes.values())
+
     def leftover(self) -> int:
         """Attempts whose outcome is still open when the run ends: in flight, or scored in
         a group that was not trained yet."""
@@ -357,6 +362,7 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
     run = _AsyncRun(ph, workload)
     env = ph.env
     env.process(run.produce())
+    backlog = 0
     for step in range(run.steps):
         t0 = env.now
         before = Counter(run.outcomes)
@@ -369,11 +375,15 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         yield ph.ref(step, samples)
         yield ph.train(step, samples, version=step)
         yield ph.weight_sync(step)
+        # Before the publish: what the launch it allows adds is the next step's work, and
+        # after the last step it would only run once the run has ended.
+        backlog = run.open_attempts()
         run.publish(step + 1)
         ph.step_span(step, t0, samples=len(samples),
                      dropped_stale=run.outcomes["stale"] - before["stale"],
                      cancelled=run.outcomes["cancelled"] - before["cancelled"],
-                     resumed=run.resumed - resumed0)
+                     resumed=run.resumed - resumed0, backlog=backlog)
     ph.rec.instant(CONTROLLER, "outcomes", env.now, attempts=run.attempts,
                    trained=run.outcomes["trained"], stale=run.outcomes["stale"],
                    cancelled=run.outcomes["cancelled"], leftover=run.leftover())
+    ph.left(backlog=backlog)

@@ -463,4 +463,14 @@ class Phases:
             yield self.env.timeout(cost.profile.engine_warm_start_base_s)
 
     def step_span(self, step: int, t0: float, **attrs: Any) -> None:
+        """The step's span; `backlog` (default 0) is the samples queued or in flight and
+        not trained yet at its end (docs/metrics.md: the steady window's balance)."""
+        attrs.setdefault("backlog", 0)
         self.rec.span(CONTROLLER, "step", t0, self.env.now, step=step, **attrs)
+
+    def left(self, backlog: int = 0, **attrs: Any) -> None:
+        """What the run leaves undone when it ends (a `left` instant on the controller
+        track): `backlog` samples queued or in flight and not trained, and policy-specific
+        state (tail_batching: the prompts queued for a long round that did not run).
+        metrics.py turns it into `summary.warnings` when it biases the figures."""
+        self.rec.instant(CONTROLLER, "left", self.env.now, backlog=backlog, **attrs)

@@ -59,6 +59,7 @@ class StreamTrainer:
                                    c.recorder)
             c.recorder.instant("cluster", "entity", 0.0, track=self.trainer.track,
                                kind="trainer", pool=self.trainer.pool, gpus=half)
+            c.closables.append(self.trainer)
 
     # ------------------------------------------------------------------ one round
     def begin_round(self, step: int, launched: int, live: Callable[[], list[Request]],

@@ -22,9 +22,10 @@ def run_sync(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None
     if ph.recovery is not None and ph.recovery.restarts_job:
         # trainer checkpoints, and restarts from the last one after a job fault
         yield from ph.recovery.run_steps(steps, lambda step: _step(ph, workload, step))
-        return
-    for step in range(steps):
-        yield from _step(ph, workload, step)
+    else:
+        for step in range(steps):
+            yield from _step(ph, workload, step)
+    ph.left()  # nothing in flight between steps
 
 
 def _step(ph: Phases, workload: Workload, step: int) -> Generator[simpy.Event, Any, None]:

@@ -138,7 +138,9 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "sandbox_false_cut": adaptive.false_cut - cut_before[1]}
         ph.step_span(step, t0, samples=len(samples), round=kind, queue=len(queue),
                      preemptions=preempted, rollout_tp=planner.tp if planner else sc.rollout.tp,
-                     **cuts)
+                     backlog=len(queue) * r0, **cuts)
+    # A queue that is not empty is a cycle cut short: its long round never ran.
+    ph.left(backlog=len(queue) * r0, queued_prompts=len(queue), long_round_prompts=p0)
 
 
 class _Planner:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rlsim.report.columns import RunRecords, natural_key
-from rlsim.report.metrics import PHASES
+from rlsim.report.metrics import ASYNC_GEN, PHASES, phase_label
 from rlsim.report.series import binned_step_mean, cdf_points, occupancy, round_to, time_edges
 from rlsim.report.style import layout, rgba, run_color, span_color
 
@@ -190,7 +190,8 @@ def phase_bars(runs: list[Run]) -> Figure:
     """Grouped bars: mean time per step of each phase, one bar per run (summary.json)."""
     used = [p for p in PHASES
             if any((r.summary.get("phase_time_s") or {}).get(p, 0) for r in runs)]
-    traces = [{"type": "bar", "name": r.label, "x": used,
+    labels = [phase_label(p, [r.summary for r in runs]) for p in used]
+    traces = [{"type": "bar", "name": r.label, "x": labels,
                "y": [round(float((r.summary.get("phase_time_s") or {}).get(p, 0.0)), 4)
                      for p in used],
                "marker": {"color": run_color(i)},
@@ -221,6 +222,8 @@ CDF_SOURCES = {
 def cdf(runs: list[Run], source: str) -> Figure | None:
     """Empirical CDF of one quantity, one line per run (percentiles in the hover)."""
     xtitle, get = CDF_SOURCES[source]
+    if source == "gen_time_s" and any(r.summary.get("policy") == "async" for r in runs):
+        xtitle = f"gen phase time per step (s; {ASYNC_GEN})"
     traces = []
     for i, run in enumerate(runs):
         values = get(run.records)

@@ -6,7 +6,9 @@ not simulated quantities (`wall_s`, `events`).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,26 @@ def _stats(values: list[float]) -> dict[str, float]:
             "p99": float(np.percentile(arr, 99))}
 
 
+ASYNC_GEN = "async: trainer's wait for samples"
+"""Under `async` the gen phase is the trainer's wait for samples, not generation (which runs
+all the time on its own GPUs): what every table and chart of an async run says of it."""
+
+WORK_THRESHOLD = 0.05
+"""Runs compared whose trained response tokens per sample differ from the first's by more
+than this fraction trained different work: `compare_notes` says so."""
+
+BIAS_THRESHOLD = 0.05
+"""A run's end state is reported as a warning when it moves the steady-state figures by more
+than this fraction (docs/metrics.md, "Warnings")."""
+
+
 def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
-    """The run summary; every simulated figure comes from the records."""
+    """The run summary; every simulated figure comes from the records.
+
+    The headline figures cover the steady state: from the end of the last warm-up step
+    (`output.warmup_steps`, recorded in the `cluster`/`run` instant) to the end of the last
+    step; `whole_run` has the same figures from t = 0.
+    """
     rollbacks = [(i.t, int(i.attrs["to_step"])) for i in recorder.instants
                  if i.track == CONTROLLER and i.name == "rollback"]
 
@@ -34,63 +54,62 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         step = int(span.attrs.get("step", -1))
         return not any(t >= span.t1 and step >= to for t, to in rollbacks)
 
-    all_steps = [s for s in recorder.spans if s.track == CONTROLLER and s.name == "step"]
+    all_steps = sorted((s for s in recorder.spans if s.track == CONTROLLER and s.name == "step"),
+                       key=lambda s: s.t1)
     sim_time = max((s.t1 for s in all_steps), default=0.0)
     steps = [s for s in all_steps if kept(s)] if rollbacks else all_steps
-    n_steps = len(steps)
-    per_phase: dict[str, float] = defaultdict(float)
-    samples = tokens = good = 0  # trained; of them, in steps a job restart did not undo
-    stale_sum = 0.0
-    stale_max = 0
-    for s in recorder.spans:
-        if s.track != CONTROLLER:
-            continue
-        # a rolled-back step's phases are lost work, not a step's cost; restarts count
-        counts = not rollbacks or s.name == "recovery" or kept(s)
-        if s.name in PHASES and counts:
-            per_phase[s.name] += s.t1 - s.t0
-        if s.name == "train":
-            n = int(s.attrs.get("samples", 0))
-            samples += n
-            tokens += int(s.attrs.get("tokens", 0))
-            if counts:
-                good += n
-            stale_sum += float(s.attrs.get("staleness_mean", 0.0)) * n
-            stale_max = max(stale_max, int(s.attrs.get("staleness_max", 0)))
+    run = next((i.attrs for i in recorder.instants if i.track == "cluster" and i.name == "run"),
+               {})
+    warmup = int(run.get("warmup_steps", 0))  # records without it: the whole run
+    warnings: list[str] = []
+    if warmup and len(all_steps) <= warmup:
+        warnings.append(
+            f"the run has {len(all_steps)} steps and output.warmup_steps is {warmup}: there is "
+            "no steady state, so the headline figures cover the whole run, pipeline fill "
+            "included; run more steps than the warm-up")
+        warmup = 0
+    start = all_steps[warmup - 1].t1 if warmup else 0.0
     pools = {i.attrs["pool"]: i.attrs for i in recorder.instants
              if i.track == "cluster" and i.name == "pool"}
+    window = [s for s in steps if s.t0 >= start]
+    steady = _figures(recorder, window, start, sim_time, pools, kept, bool(rollbacks))
+    whole = _figures(recorder, steps, 0.0, sim_time, pools, kept, bool(rollbacks))
+    warnings += _end_warnings(recorder, all_steps, warmup, steady)
     busy: dict[str, float] = defaultdict(float)
     for s in recorder.spans:
         if s.name == "busy":
             busy[str(s.attrs["pool"])] += (s.t1 - s.t0) * float(s.attrs["gpus"])
-    util = {name: (busy[name] / (p["gpus"] * sim_time) if sim_time > 0 else 0.0)
-            for name, p in sorted(pools.items())}
-    usd_per_hour = sum(p["gpus"] * p["usd_per_gpu_hour"] for p in pools.values())
-    run_usd = usd_per_hour * sim_time / 3600.0
     fault_summary = _faults(recorder, busy)
+    stale_sum = 0.0
+    stale_max = samples = 0
+    for s in recorder.spans:
+        if s.track == CONTROLLER and s.name == "train":
+            n = int(s.attrs.get("samples", 0))
+            samples += n
+            stale_sum += float(s.attrs.get("staleness_mean", 0.0)) * n
+            stale_max = max(stale_max, int(s.attrs.get("staleness_max", 0)))
     ends = [i.attrs for i in recorder.instants if i.track == CONTROLLER
             and i.name == "outcomes"]
     attempts = ({k: int(ends[-1][k]) for k in ("trained", "stale", "cancelled", "leftover")}
                 if ends else None)
     return {
-        "steps": n_steps,
+        "policy": run.get("policy"),
+        "steps": len(steps),
         "sim_time_s": sim_time,
-        "step_time_s": _stats([s.t1 - s.t0 for s in steps]),
-        "phase_time_s": {p: (per_phase[p] / n_steps if n_steps else 0.0) for p in PHASES},
-        "throughput": {
-            "samples_per_s": samples / sim_time if sim_time > 0 else 0.0,
-            "tokens_per_s": tokens / sim_time if sim_time > 0 else 0.0,
-        },
-        "gpu_util": util,
-        "cost": {
-            "usd_per_hour": usd_per_hour,
-            "usd_per_1k_samples": run_usd / good * 1000 if good else 0.0,
-        },
+        "steady_state": {"warmup_steps": warmup, "steps": len(window), "start_s": start,
+                         "end_s": sim_time},
+        "step_time_s": steady["step_time_s"],
+        "phase_time_s": steady["phase_time_s"],
+        "throughput": steady["throughput"],
+        "gpu_util": steady["gpu_util"],
+        "cost": steady["cost"],
+        # over the whole run: a sample's staleness does not depend on the window
         "staleness": {"mean": stale_sum / samples if samples else 0.0, "max": stale_max},
         "faults": fault_summary,
-        "goodput_samples_per_s": good / sim_time if sim_time > 0 else 0.0,
-        "effective_training_time_ratio": (sum(s.t1 - s.t0 for s in steps) / sim_time
-                                          if sim_time > 0 else 0.0),
+        "goodput_samples_per_s": steady["goodput_samples_per_s"],
+        "effective_training_time_ratio": steady["effective_training_time_ratio"],
+        "whole_run": whole,
+        "warnings": warnings,
         "slo_attainment": None,
         # async: how every sample attempt ended (None for policies that drop nothing)
         "attempts": attempts,
@@ -99,6 +118,134 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         "wall_s": wall_s,
         "events": events,
     }
+
+
+def phase_label(phase: str, summaries: list[dict[str, Any]]) -> str:
+    """A phase's name in a table or chart of these runs: `gen` says what it is under async."""
+    if phase == "gen" and any(s.get("policy") == "async" for s in summaries):
+        return f"gen ({ASYNC_GEN})"
+    return phase
+
+
+def compare_notes(summaries: list[dict[str, Any]], names: list[str]) -> list[str]:
+    """One-line notes for runs compared side by side: when they trained different work
+    (response tokens per sample more than `WORK_THRESHOLD` away from the first run's), so
+    that samples/s and tokens/s rank them differently."""
+    def per_sample(s: dict[str, Any]) -> float:
+        return float(s["throughput"].get("response_tokens_per_sample", 0.0))
+
+    base = per_sample(summaries[0])
+    if not base:
+        return []
+    off = [(n, per_sample(s)) for s, n in zip(summaries[1:], names[1:], strict=True)
+           if abs(per_sample(s) / base - 1) > WORK_THRESHOLD]
+    if not off:
+        return []
+    listed = ", ".join(f"{n} {v:.0f} ({v / base - 1:+.0%})" for n, v in off)
+    return [f"the runs trained different work: response tokens per sample {names[0]} "
+            f"{base:.0f}, {listed}; compare tokens/s as well as samples/s"]
+
+
+def _figures(recorder: Recorder, steps: list[Any], t0: float, t1: float,
+             pools: dict[str, dict[str, Any]], kept: Callable[[Any], bool],
+             rolled: bool) -> dict[str, Any]:
+    """The headline figures of the steps `steps` over the window [t0, t1]: phase and train
+    spans count by their `step` attribute (one_off generates a step's batch during the step
+    before), busy time by its overlap with the window."""
+    numbers = {int(s.attrs.get("step", -1)) for s in steps}
+    n_steps = len(steps)
+    span_s = t1 - t0
+    per_phase: dict[str, float] = defaultdict(float)
+    samples = tokens = response = good = 0  # trained; of them, in steps not rolled back
+    for s in recorder.spans:
+        if s.track != CONTROLLER or int(s.attrs.get("step", -1)) not in numbers:
+            continue
+        # a rolled-back step's phases are lost work, not a step's cost; restarts count
+        counts = not rolled or s.name == "recovery" or kept(s)
+        if s.name in PHASES and counts:
+            per_phase[s.name] += s.t1 - s.t0
+        if s.name == "train":
+            n = int(s.attrs.get("samples", 0))
+            samples += n
+            tokens += int(s.attrs.get("tokens", 0))
+            response += int(s.attrs.get("response_tokens", 0))
+            if counts:
+                good += n
+    busy: dict[str, float] = defaultdict(float)
+    for s in recorder.spans:
+        if s.name == "busy":
+            # work after the window's end is not simulated (spans open at the end of the
+            # run end there); clipping also drops the warm-up's share
+            overlap = min(s.t1, t1) - max(s.t0, t0)
+            if overlap > 0:
+                busy[str(s.attrs["pool"])] += overlap * float(s.attrs["gpus"])
+    util = {name: (busy[name] / (p["gpus"] * span_s) if span_s > 0 else 0.0)
+            for name, p in sorted(pools.items())}
+    usd_per_hour = sum(p["gpus"] * p["usd_per_gpu_hour"] for p in pools.values())
+    usd = usd_per_hour * span_s / 3600.0
+
+    def rate(x: float) -> float:
+        return x / span_s if span_s > 0 else 0.0
+
+    return {
+        "steps": n_steps,
+        "start_s": t0,
+        "end_s": t1,
+        "step_time_s": _stats([s.t1 - s.t0 for s in steps]),
+        "phase_time_s": {p: (per_phase[p] / n_steps if n_steps else 0.0) for p in PHASES},
+        "throughput": {
+            "samples_per_s": rate(samples),
+            "tokens_per_s": rate(tokens),
+            "response_tokens_per_s": rate(response),
+            "response_tokens_per_sample": response / samples if samples else 0.0,
+        },
+        "gpu_util": util,
+        "cost": {
+            "usd_per_hour": usd_per_hour,
+            "usd_per_1k_samples": usd / good * 1000 if good else 0.0,
+        },
+        "goodput_samples_per_s": rate(good),
+        "effective_training_time_ratio": rate(sum(s.t1 - s.t0 for s in steps)),
+    }
+
+
+def _end_warnings(recorder: Recorder, steps: list[Any], warmup: int,
+                  steady: dict[str, Any]) -> list[str]:
+    """Warnings for work the run leaves undone that biases the steady-state figures by more
+    than `BIAS_THRESHOLD` (docs/metrics.md, "Warnings"), from the policy's `left` instant and
+    the step spans' `backlog`."""
+    left = [i.attrs for i in recorder.instants if i.track == CONTROLLER and i.name == "left"]
+    if not left or not steps:
+        return []
+    end = left[-1]
+    out: list[str] = []
+    trained = steady["throughput"]["samples_per_s"] * (steady["end_s"] - steady["start_s"])
+    backlog_end = int(end.get("backlog", 0))
+    backlog_start = int(steps[warmup - 1].attrs.get("backlog", 0)) if warmup else 0
+    if trained > 0 and abs(backlog_end - backlog_start) > BIAS_THRESHOLD * trained:
+        change = backlog_end - backlog_start
+        out.append(
+            f"the run ends with {backlog_end} samples queued or in flight against "
+            f"{backlog_start} when the steady state began: the work it leaves undone "
+            f"{'grew' if change > 0 else 'shrank'} by {abs(change) / trained:.0%} of the "
+            f"{trained:.0f} samples it trained, so its figures are biased; run more steps")
+    queued = int(end.get("queued_prompts", 0))
+    size = int(end.get("long_round_prompts", 0))
+    if queued and size:
+        window = [s for s in steps if s.t0 >= steady["start_s"]]
+        longs = [s.t1 - s.t0 for s in window if s.attrs.get("round") == "long"]
+        span_s = steady["end_s"] - steady["start_s"]
+        # the cycle's missing part: its long round's share for the prompts already queued
+        deferred = queued / size * (sum(longs) / len(longs)) if longs else math.inf
+        if span_s > 0 and deferred > BIAS_THRESHOLD * span_s:
+            what = (f"about {deferred / span_s:.0%} of the window's time" if longs
+                    else "no long round ran in the steady state")
+            out.append(
+                f"tail_batching ends mid-cycle: {queued} prompts wait for a long round of "
+                f"{size} that never ran ({what}), so step time and throughput are "
+                "optimistic; run to the end of a cycle (until the long round after the "
+                "queue fills)")
+    return out
 
 
 def _faults(recorder: Recorder, busy: dict[str, float]) -> dict[str, Any]:

@@ -48,3 +48,24 @@ def test_chrome_trace_tracks_and_pool_counter():
     assert len(spans) == 8 and all(e["dur"] >= 0 for e in spans)
     busy = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "busy_gpus"]
     assert [e["args"]["busy_gpus"] for e in busy] == [4, 0, 8, 0]
+
+
+def test_warm_up_window_by_hand():
+    """With a `run` instant naming one warm-up step, the headline figures are step 1's,
+    over [100, 200]; busy time is clipped to the window; the whole run is kept beside."""
+    rec = _records()
+    rec.instant("cluster", "run", 0.0, steps=2, warmup_steps=1, policy="sync")
+    rec.span("rollout.engine0", "busy", 90.0, 150.0, pool="p", gpus=4)  # straddles 100
+    s = summarize(rec, wall_s=0.1, events=7)
+    assert s["steady_state"] == {"warmup_steps": 1, "steps": 1, "start_s": 100.0,
+                                 "end_s": 200.0}
+    assert s["step_time_s"]["mean"] == 100.0
+    assert s["phase_time_s"]["gen"] == pytest.approx(30.0)
+    assert s["throughput"]["samples_per_s"] == pytest.approx(30 / 100)
+    assert s["gpu_util"]["p"] == pytest.approx(50 * 4 / (8 * 100))
+    assert s["cost"]["usd_per_1k_samples"] == pytest.approx(24 * 100 / 3600 / 30 * 1000)
+    assert s["effective_training_time_ratio"] == pytest.approx(1.0)
+    whole = s["whole_run"]
+    assert whole["throughput"]["samples_per_s"] == pytest.approx(40 / 200)
+    assert whole["gpu_util"]["p"] == pytest.approx((50 * 4 + 60 * 4 + 40 * 8) / (8 * 200))
+    assert s["warnings"] == []
