@@ -21,6 +21,7 @@ import simpy
 import yaml
 
 from rlsim.config.errors import ScenarioError
+from rlsim.config.limits import check_work
 from rlsim.config.loading import load_scenario
 from rlsim.config.scenario import Scenario
 from rlsim.config.streams import stream
@@ -69,12 +70,35 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
         phases.recovery = Recovery(phases)
     policy, _ = POLICIES[scenario.policy.name]
     controller = env.process(policy(phases, workload))
+    interrupted = False
     with _fewer_gc_passes():
-        env.run(until=controller)
+        try:
+            env.run(until=controller)
+        except KeyboardInterrupt:
+            interrupted = True  # keep what finished: summarized below, marked partial
+    # Spans and gauges still open (busy engines, a trainer pass) end with the run.
+    cluster.close()
     # SimPy numbers every scheduled event; the next id is the count.
     events = next(env._eid) if hasattr(env, "_eid") else 0
     summary = summarize(recorder, time.perf_counter() - wall0, events)
+    if interrupted:
+        summary["partial"] = True
+        summary.setdefault("warnings", []).append(
+            f"interrupted (Ctrl-C) at simulated time {env.now:.1f} s: a partial run; its "
+            "figures cover only the steps that finished")
+        raise RunInterrupted(RunResult(scenario, recorder, summary), float(env.now))
     return RunResult(scenario, recorder, summary)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `simulate`: `result` holds the records up to `sim_time_s`, summarized,
+    with `summary["partial"] = True`. A KeyboardInterrupt, so that callers that stop on
+    Ctrl-C (a sweep, `except Exception` blocks that must not swallow it) still do."""
+
+    def __init__(self, result: RunResult, sim_time_s: float) -> None:
+        super().__init__(f"interrupted at simulated time {sim_time_s:.1f} s")
+        self.result = result
+        self.sim_time_s = sim_time_s
 
 
 @contextmanager
@@ -110,8 +134,11 @@ def _check_recorded(scenario: Scenario, workload: Workload, kv_capacity: int) ->
 
 
 def simulate_file(path: str | Path, overrides: list[str] | None = None,
-                  progress: Progress | None = None) -> RunResult:
+                  progress: Progress | None = None, allow_large: bool = False) -> RunResult:
+    """Load, check the run's size (`rlsim.config.limits`; `allow_large` lifts the limits)
+    and simulate a scenario file."""
     scenario, base = load_scenario(path, overrides)
+    check_work(scenario, allow_large)
     return simulate(scenario, base, progress)
 
 
@@ -126,9 +153,12 @@ def _report_data(result: RunResult, name: str | None = None) -> RunData:
                    result.scenario.dump())
 
 
-def write_comparison_report(results: list[RunResult], names: list[str], path: Path) -> None:
-    """One HTML page comparing runs side by side, with ratios against the first."""
-    write_report([_report_data(r, n) for r, n in zip(results, names, strict=True)], path)
+def write_comparison_report(results: list[RunResult], names: list[str], path: Path,
+                            plotly_src: str | None = None) -> None:
+    """One HTML page comparing runs side by side, with ratios against the first;
+    `plotly_src` as in `write_run`."""
+    write_report([_report_data(r, n) for r, n in zip(results, names, strict=True)], path,
+                 plotly_src)
 
 
 def write_run_folder(out_dir: Path, scenario: dict[str, Any], recorder: Recorder,
@@ -143,6 +173,8 @@ def write_run_folder(out_dir: Path, scenario: dict[str, Any], recorder: Recorder
     except OSError as err:
         raise ScenarioError("--out", f"cannot write run folder {str(out_dir)!r}: "
                             f"{err.strerror or err}") from None
+    # A folder being rewritten (--force) must not look complete while it is half new.
+    (out_dir / "summary.json").unlink(missing_ok=True)
     _write_text(out_dir / "scenario.resolved.yaml", yaml.safe_dump(scenario, sort_keys=False))
     write_parquet(recorder, out_dir / "records.parquet")
     write_chrome_trace(recorder, out_dir / "trace.json")
@@ -150,17 +182,27 @@ def write_run_folder(out_dir: Path, scenario: dict[str, Any], recorder: Recorder
     _write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
 
 
-def write_run(result: RunResult, out_dir: Path, name: str | None = None) -> None:
+def write_run(result: RunResult, out_dir: Path, name: str | None = None,
+              plotly_src: str | None = None) -> None:
     """The run's folder (`write_run_folder`); `name` labels the run in its report (default:
-    the scenario's name)."""
+    the scenario's name). The report embeds plotly.js (the folder stands alone) unless
+    `plotly_src` gives the relative path of a shared copy (a compare folder's)."""
     write_run_folder(out_dir, result.scenario.dump(), result.recorder, result.summary,
-                     lambda path: write_report([_report_data(result, name)], path))
+                     lambda path: write_report([_report_data(result, name)], path,
+                                               plotly_src))
 
 
 def compare(results: list[RunResult]) -> dict[str, Any]:
-    """Side-by-side summaries in input order, with step-time and throughput ratios to the
-    first run."""
+    """Side-by-side summaries in input order, with step-time and throughput (samples/s and
+    tokens/s) ratios to the first run, and `notes` when the runs trained different work."""
+    from rlsim.report.metrics import compare_notes
+
     base = results[0].summary
+
+    def ratio(s: dict[str, Any], key: str) -> float:
+        first = base["throughput"][key]
+        return s["throughput"][key] / first if first else 0.0
+
     rows = []
     for r in results:
         s = r.summary
@@ -170,8 +212,10 @@ def compare(results: list[RunResult]) -> dict[str, Any]:
             "placement": r.scenario.policy.placement,
             "speedup_vs_first": (base["step_time_s"]["mean"] / s["step_time_s"]["mean"]
                                  if s["step_time_s"]["mean"] else 0.0),
-            "throughput_vs_first": (s["throughput"]["samples_per_s"]
-                                    / base["throughput"]["samples_per_s"]
-                                    if base["throughput"]["samples_per_s"] else 0.0),
+            "throughput_vs_first": ratio(s, "samples_per_s"),
+            "tokens_per_s_vs_first": ratio(s, "tokens_per_s"),
+            "response_tokens_per_s_vs_first": ratio(s, "response_tokens_per_s"),
         })
-    return {"runs": [r.summary for r in results], "ratios": rows}
+    summaries = [r.summary for r in results]
+    return {"runs": summaries, "ratios": rows,
+            "notes": compare_notes(summaries, [r.scenario.name for r in results])}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,14 @@ from pydantic import ValidationError
 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.fleet import FleetScenario
-from rlsim.config.loading import apply_override, format_validation_error
+from rlsim.config.loading import (
+    apply_override,
+    format_validation_error,
+    parse_yaml,
+    read_text_file,
+    read_yaml_file,
+    reject_bool_numbers,
+)
 
 _RESERVED = {"name", "arrival_s", "template", "slo", "steps", "duration_h"}
 
@@ -42,31 +50,64 @@ def _from_template(job: dict[str, Any], templates: dict[str, Any], where: str) -
     name = job.get("template")
     if name is None:
         return job
-    if name not in templates:
+    if not isinstance(name, str) or name not in templates:
         raise ScenarioError(f"{where}.template", f"no template named {name!r}; templates: "
-                            f"{', '.join(sorted(templates)) or 'none'}")
+                            f"{', '.join(sorted(map(str, templates))) or 'none'}")
+    if not isinstance(templates[name], dict):
+        raise ScenarioError(f"templates.{name}", "must be a mapping of job fields (a partial "
+                            "job)")
     rest = {k: v for k, v in job.items() if k != "template"}
     return _merge(templates[name], rest)
 
 
 def _read_templates(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ScenarioError("templates", f"cannot read {path}: {err.strerror}; give a YAML "
-                            "file relative to the scenario") from None
-    except yaml.YAMLError as err:
-        raise ScenarioError("templates", f"{path} is not valid YAML: {err}") from None
+        return read_yaml_file(path, "templates")
+    except ScenarioError as err:
+        raise ScenarioError("templates", f"cannot read {path}: {err.message}") from None
+
+
+def _cell(text: str) -> Any:
+    """A CSV cell as a YAML scalar (numbers, booleans, lists), or the text itself."""
+    try:
+        return parse_yaml(text, "")
+    except ScenarioError:
+        return text
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
+    """The trace's rows; a ScenarioError naming the file (and row) when it is not a CSV or
+    Parquet table."""
     if path.suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        return [dict(r) for r in pq.read_table(path).to_pylist()]
-    with path.open(newline="", encoding="utf-8") as f:
-        return [{k: yaml.safe_load(v) if v != "" else None for k, v in row.items()}
-                for row in csv.DictReader(f)]
+        try:
+            return [dict(r) for r in pq.read_table(path).to_pylist()]
+        except (OSError, pa.ArrowException) as err:
+            raise ScenarioError("trace.path", f"{path} is not a readable Parquet file "
+                                f"({str(err).splitlines()[0]}); give a CSV or Parquet table") \
+                from None
+    try:
+        text = read_text_file(path, "trace").encode("utf-8", "replace").decode("utf-8")
+    except ScenarioError as err:
+        raise ScenarioError("trace.path", f"{path}: {err.message}") from None
+    if "\ufffd" in text:
+        raise ScenarioError("trace.path", f"{path} is not UTF-8 text; give a CSV or Parquet "
+                            "table")
+    rows: list[dict[str, Any]] = []
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        for i, row in enumerate(reader):
+            if None in row or None in row.values():
+                raise ScenarioError(f"trace row {i + 1}", f"{path} line {reader.line_num}: "
+                                    "a different number of cells than the header has "
+                                    "columns; give one cell per column")
+            rows.append({str(k): _cell(v) if v != "" else None for k, v in row.items()})
+    except csv.Error as err:
+        raise ScenarioError("trace.path", f"{path} line {reader.line_num}: malformed CSV "
+                            f"({err})") from None
+    return rows
 
 
 def _trace_jobs(spec: Any, base: Path) -> list[dict[str, Any]]:
@@ -74,22 +115,24 @@ def _trace_jobs(spec: Any, base: Path) -> list[dict[str, Any]]:
         raise ScenarioError("trace", "give `trace: {path: FILE.csv}` (CSV or Parquet)")
     path = base / str(spec["path"])
     if not path.is_file():
-        raise ScenarioError("trace.path", f"{path} not found; give a CSV or Parquet file "
-                            "relative to the scenario")
+        raise ScenarioError("trace.path", f"{path} not found or not a regular file; give a "
+                            "CSV or Parquet file relative to the scenario")
     jobs = []
     for i, row in enumerate(_read_rows(path)):
         where = f"trace row {i + 1}"
         if row.get("name") is None or row.get("template") is None:
             raise ScenarioError(where, "needs `name` and `template` columns")
         job: dict[str, Any] = {"name": str(row["name"]), "template": row["template"]}
-        if row.get("arrival_s") is not None:
-            job["arrival"] = float(row["arrival_s"])
-        if row.get("slo") is not None:
-            job["slo"] = float(row["slo"])
-        if row.get("steps") is not None:
-            job["steps"] = int(row["steps"])
+        # Values go to the schema as written, so a bad one is reported there, not coerced.
+        for column, field in (("arrival_s", "arrival"), ("slo", "slo"), ("steps", "steps")):
+            if row.get(column) is not None:
+                job[field] = row[column]
         if row.get("duration_h") is not None:
-            job["duration"] = float(row["duration_h"]) * 3600.0
+            hours = row["duration_h"]
+            if isinstance(hours, bool) or not isinstance(hours, int | float):
+                raise ScenarioError(f"{where}.duration_h", f"expected a number of hours, got "
+                                    f"{hours!r}")
+            job["duration"] = float(hours) * 3600.0
         for key, value in row.items():
             if key not in _RESERVED and value is not None:
                 try:
@@ -125,6 +168,7 @@ def fleet_from_dict(data: dict[str, Any], overrides: list[str] | None = None,
             jobs = jobs + _trace_jobs(data.pop("trace"), base)
         data["jobs"] = [_from_template(j, templates, f"jobs.{i}") if isinstance(j, dict) else j
                         for i, j in enumerate(jobs)]
+        reject_bool_numbers(FleetScenario, data)
         scenario = FleetScenario.model_validate(data)
     except ValidationError as err:
         e = format_validation_error(err)
@@ -142,10 +186,7 @@ def load_fleet(path: str | Path, overrides: list[str] | None = None
                ) -> tuple[FleetScenario, Path]:
     """Read and validate a fleet scenario file; returns it with its base directory."""
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise ScenarioError("", f"cannot read fleet scenario: {err}", str(path)) from None
+    data = read_yaml_file(p)
     if not is_fleet(data):
         raise ScenarioError("kind", "a fleet scenario needs `kind: fleet`", str(path))
     return fleet_from_dict(data, overrides, p.resolve().parent, str(path))

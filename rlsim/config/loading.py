@@ -8,16 +8,118 @@ can fail (missing file, bad YAML, unknown key, wrong unit, impossible placement)
 from __future__ import annotations
 
 import copy
+import math
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.placement import check_placement
 from rlsim.config.profiles import resolve_pool_profiles
 from rlsim.config.scenario import Scenario
+
+# A scenario is a few KB; the cap keeps `/dev/zero` or a mistyped multi-GB path from being
+# read until memory runs out. Nesting and aliases are capped for the same reason: PyYAML
+# composes recursively (about 900 levels overflow the stack), and aliases of aliases expand
+# exponentially once the mapping is copied and validated.
+MAX_SCENARIO_BYTES = 16 * 2**20
+MAX_YAML_DEPTH = 64
+MAX_YAML_ALIASES = 1000
+
+
+class _ScenarioLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses duplicate keys (PyYAML keeps the last one silently),
+    nesting deeper than MAX_YAML_DEPTH and more than MAX_YAML_ALIASES aliases."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {MAX_YAML_ALIASES} aliases (*name)",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *base` merges keys on purpose; explicit ones override them
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line)
+            except TypeError:
+                continue  # an unhashable key: the constructor reports it
+            if first != key_node.start_mark.line:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {first + 1}): YAML "
+                    "would keep only the last; remove one", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Parse scenario YAML text (see `_ScenarioLoader`); errors name the line and column."""
+    loader = _ScenarioLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
+        problem = getattr(err, "problem", None) or "syntax error"
+        raise ScenarioError("", f"invalid YAML at {where}: {problem}", source) from None
+    except RecursionError:
+        raise ScenarioError("", f"YAML nested too deeply; keep it under {MAX_YAML_DEPTH} "
+                            "levels", source) from None
+    finally:
+        loader.dispose()
+
+
+def read_text_file(path: str | Path, what: str = "scenario") -> str:
+    """A regular file's text, at most MAX_SCENARIO_BYTES; a ScenarioError naming the file
+    when it is missing, not a regular file, too large or unreadable."""
+    p = Path(path)
+    src = str(path)
+    if not p.exists():
+        raise ScenarioError("", "file not found; `rlsim list scenarios` shows the shipped ones"
+                            if what == "scenario" else "file not found", src)
+    if p.is_dir():
+        raise ScenarioError("", f"is a directory; give a {what} .yaml file", src)
+    if not p.is_file():
+        raise ScenarioError("", f"not a regular file (a device or pipe); give a {what} .yaml "
+                            "file", src)
+    try:
+        with p.open("rb") as f:
+            data = f.read(MAX_SCENARIO_BYTES + 1)
+    except OSError as err:
+        raise ScenarioError("", f"cannot read: {err.strerror or err}", src) from None
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError("", f"larger than {MAX_SCENARIO_BYTES // 2**20} MiB: not a {what} "
+                            "file", src)
+    return data.decode("utf-8", errors="replace")
+
+
+def read_yaml_file(path: str | Path, what: str = "scenario") -> Any:
+    """`read_text_file` parsed by `parse_yaml`."""
+    return parse_yaml(read_text_file(path, what), str(path))
+
 
 # Union members and discriminator tags that pydantic puts in error locations; a user
 # thinks in field paths, so they are dropped from the path we print.
@@ -110,6 +212,76 @@ def _child(node: Any, part: str, path: str, create: bool) -> Any:
     return node[part]
 
 
+def _numeric(annotation: Any) -> bool:
+    """Whether a field annotation takes a number and not a boolean (bool is an int)."""
+    args = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    return bool({int, float} & set(args)) and bool not in args
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def reject_bool_numbers(model: Any, data: Any, path: str = "") -> None:
+    """A ScenarioError for a YAML boolean (`steps: true`) where `model` has a number field.
+
+    pydantic's lax mode reads true as 1, so the mistake would run silently; strict mode would
+    refuse it but also refuse '250 ms' strings and paths as text. Walks `data` along the
+    model's fields (nested models, lists, dicts and unions of them).
+    """
+    if not isinstance(data, dict):
+        return
+    fields = getattr(model, "model_fields", {})
+    for key, value in data.items():
+        if key in fields:
+            _check_value(fields[key].annotation, value, f"{path}{key}")
+
+
+def _check_value(annotation: Any, value: Any, path: str) -> None:
+    if isinstance(value, bool):
+        if _numeric(annotation):
+            raise ScenarioError(path, f"expected a number, got {str(value).lower()} (a YAML "
+                                "boolean); write a number")
+        return
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        _check_value(args[0], value, path)
+    elif _is_union(annotation):
+        members = [a for a in args if a is not type(None)]
+        models = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
+        if isinstance(value, dict) and models:
+            tag = value.get("dist")  # the length distributions' discriminator
+            for m in models:
+                field = m.model_fields.get("dist")
+                if tag is None or field is None or tag in typing.get_args(field.annotation):
+                    reject_bool_numbers(m, value, f"{path}.")
+                    return
+        else:
+            for m in members:
+                if typing.get_origin(m) in (list, dict, typing.Annotated):
+                    _check_value(m, value, path)
+    elif origin is list and isinstance(value, list) and args:
+        for i, item in enumerate(value):
+            _check_value(args[0], item, f"{path}.{i}")
+    elif origin is dict and isinstance(value, dict) and len(args) == 2:
+        for k, item in value.items():
+            _check_value(args[1], item, f"{path}.{k}")
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        reject_bool_numbers(annotation, value, f"{path}.")
+
+
+def _float_text(value: Any) -> float | None:
+    """`value` as a float when it is text that reads as a finite number, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
 def format_validation_error(err: ValidationError) -> ScenarioError:
     """The first pydantic error as a ScenarioError with a dotted field path."""
     errors = err.errors()
@@ -123,6 +295,12 @@ def format_validation_error(err: ValidationError) -> ScenarioError:
         message = "unknown field; check the spelling (rlsim schema lists every field)"
     elif first["type"] == "missing":
         message = "required field is missing"
+    elif first["type"] == "int_parsing" and _float_text(first.get("input")) is not None:
+        # YAML 1.1 reads 1e8 (no decimal point) as text, not as a number
+        whole = _float_text(first.get("input"))
+        message = (f"expected a whole number, got the text {first['input']!r}; write it out"
+                   + (f", e.g. {whole:.0f}" if whole is not None and whole.is_integer()
+                      and abs(whole) < 1e18 else ""))
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return ScenarioError(".".join(loc) or "scenario", message + more)
 
@@ -138,8 +316,10 @@ def scenario_from_dict(
     try:
         for assignment in overrides or []:
             apply_override(data, assignment)
-        scenario = Scenario.model_validate(data)
         base = base_dir or Path.cwd()
+        reject_bool_numbers(Scenario, data)
+        # The base directory resolves relative files in fields, e.g. a `model:` file.
+        scenario = Scenario.model_validate(data, context={"base_dir": base})
         scenario = resolve_pool_profiles(scenario, base)
         check_placement(scenario, base)
     except ValidationError as err:
@@ -157,20 +337,9 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple
     """Read, override and validate a scenario file; returns it with its base directory."""
     p = Path(path)
     src = str(path)
-    if not p.exists():
-        raise ScenarioError("", "file not found; `rlsim list scenarios` shows the shipped ones",
-                            src)
-    if p.is_dir():
-        raise ScenarioError("", "is a directory; give a scenario .yaml file", src)
-    text = p.read_text(encoding="utf-8", errors="replace")
+    text = read_text_file(p)
     if not text.strip():
         raise ScenarioError("", "file is empty; a scenario needs at least model, pools, "
                             "rollout, train and workload", src)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
-        problem = getattr(err, "problem", None) or "syntax error"
-        raise ScenarioError("", f"invalid YAML at {where}: {problem}", src) from None
+    data = parse_yaml(text, src)
     return scenario_from_dict(data, overrides, p.resolve().parent, src)

@@ -8,13 +8,21 @@ cost model (does the model fit in GPU memory) live in `rlsim.entities.cluster`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rlsim.config.base import Frozen
 from rlsim.config.faults import FaultsConfig, RecoveryConfig
-from rlsim.config.hardware import GpuSpec, ModelSpec, lookup_gpu, lookup_model
+from rlsim.config.hardware import (
+    GpuSpec,
+    ModelSpec,
+    is_model_file,
+    load_model_file,
+    lookup_gpu,
+    lookup_model,
+)
 from rlsim.config.units import Bytes, BytesPerSecond, Seconds
 from rlsim.config.workload import WorkloadConfig
 
@@ -84,13 +92,18 @@ class PoolConfig(Frozen):
         return self.gpu_spec.usd_per_gpu_hour if p is None else p
 
 
-def known_model(value: str | ModelSpec) -> str | ModelSpec:
-    """`value`, or a ValueError when a catalogue name is unknown (inline specs pass)."""
+def known_model(value: str | ModelSpec, base_dir: Path | None = None) -> str | ModelSpec:
+    """`value`, the architecture in a YAML/JSON model file it names (relative to `base_dir`,
+    the scenario's folder), or a ValueError naming an unknown catalogue name or a bad file
+    (inline specs pass)."""
     if isinstance(value, str):
+        if is_model_file(value, base_dir):
+            return load_model_file(value, base_dir)  # ModelFileError is a ValueError
         try:
             lookup_model(value)
         except KeyError as err:
-            raise ValueError(str(err.args[0])) from None
+            raise ValueError(f"{err.args[0]} (or a YAML/JSON model file, docs/models.md)"
+                             ) from None
     return value
 
 
@@ -441,6 +454,14 @@ class OutputConfig(Frozen):
         description="phase: phase and engine spans; request: also one span per response "
         "(large for big runs).",
     )
+    warmup_steps: int = Field(
+        default=1, ge=0,
+        description="Steps left out of the headline figures (step time, phase times, "
+        "throughput, GPU utilization, cost, effective training time ratio), which cover the "
+        "steady state from the end of the last warm-up step to the end of the last step; "
+        "summary.whole_run has the same figures over the whole run (docs/metrics.md). 1 "
+        "leaves out the first step's pipeline fill (one_off, async).",
+    )
 
 
 class Scenario(Frozen):
@@ -451,7 +472,8 @@ class Scenario(Frozen):
     seed: int = Field(default=0, ge=0, description="Root seed of every random stream.")
     steps: int = Field(default=10, gt=0, description="Training steps to simulate.")
     model: str | ModelSpec = Field(
-        description="Policy model: catalogue name (rlsim list models) or inline architecture."
+        description="Policy model: catalogue name (rlsim list models), a YAML/JSON model "
+        "file (path relative to the scenario file; docs/models.md) or inline architecture."
     )
     pools: list[PoolConfig] = Field(min_length=1, description="GPU pools.")
     rollout: RolloutConfig = Field(description="Rollout engines.")
@@ -469,7 +491,8 @@ class Scenario(Frozen):
         description="skip: one event per batch change (fast); iteration: one event per "
         "decode iteration (reference mode for tests).",
     )
-    output: OutputConfig = Field(default=OutputConfig(), description="Recording detail.")
+    output: OutputConfig = Field(default=OutputConfig(),
+                                 description="Recording detail and the warm-up.")
     faults: FaultsConfig = Field(
         default=FaultsConfig(),
         description="Faults to inject (docs/faults.md); none by default.")
@@ -479,8 +502,9 @@ class Scenario(Frozen):
 
     @field_validator("model")
     @classmethod
-    def _known_model(cls, value: str | ModelSpec) -> str | ModelSpec:
-        return known_model(value)
+    def _known_model(cls, value: str | ModelSpec, info: ValidationInfo) -> str | ModelSpec:
+        base = (info.context or {}).get("base_dir")
+        return known_model(value, Path(base) if base is not None else None)
 
     @field_validator("pools")
     @classmethod

@@ -121,6 +121,14 @@ class EmpiricalLength(_Frozen):
         "paths are resolved against the scenario file's directory (give this or values).",
     )
 
+    @field_validator("values")
+    @classmethod
+    def _not_negative(cls, values: list[float] | None) -> list[float] | None:
+        bad = [v for v in values or [] if v < 0]
+        if bad:
+            raise ValueError(f"observed values must be >= 0, got {bad[0]:g}")
+        return values
+
     @model_validator(mode="after")
     def _exactly_one_source(self) -> EmpiricalLength:
         if (self.values is None) == (self.path is None):

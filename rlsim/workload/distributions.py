@@ -52,8 +52,9 @@ def to_tokens(lengths: FloatArray, cap: int) -> IntArray:
     return np.clip(np.rint(lengths), 1, cap).astype(np.int64)
 
 
-def quantile_function(dist: LengthDist, base_dir: Path) -> Quantile:
-    """The score-to-length map of `dist`; reads an empirical `path` relative to base_dir."""
+def quantile_function(dist: LengthDist, base_dir: Path, allow_zero: bool = False) -> Quantile:
+    """The score-to-length map of `dist`; reads an empirical `path` relative to base_dir
+    (`allow_zero`: the file may hold zeros, as a latency or token count that can be 0)."""
     if isinstance(dist, FixedLength):
         value = float(dist.value)
         return lambda x: np.full(np.shape(x), value)
@@ -70,7 +71,7 @@ def quantile_function(dist: LengthDist, base_dir: Path) -> Quantile:
             values = np.asarray(dist.values, dtype=np.float64)
         else:
             assert dist.path is not None  # the schema guarantees exactly one source
-            values = load_length_file(resolve_path(dist.path, base_dir))
+            values = load_length_file(resolve_path(dist.path, base_dir), allow_zero)
         return _empirical_quantile(values)
     raise TypeError(f"unknown length distribution {type(dist).__name__}")  # schema drift
 
@@ -128,15 +129,31 @@ def _empirical_quantile(values: FloatArray) -> Quantile:
     return lambda x: ordered[np.minimum((ndtr(x) * n).astype(np.int64), n - 1)]
 
 
-def load_length_file(path: Path) -> FloatArray:
-    """Lengths from a file: a JSON list, or one number per line (blank and # lines skipped)."""
+# A length file is a few MB at most (a million lengths); the cap stops `/dev/zero` or a
+# mistyped path to a huge file from being read until memory runs out.
+MAX_LENGTH_FILE_BYTES = 64 * 2**20
+
+
+def load_length_file(path: Path, allow_zero: bool = False) -> FloatArray:
+    """Lengths from a file: a JSON list, or one number per line (blank and # lines skipped).
+
+    Every value must be > 0 (>= 0 with `allow_zero`); a bad one is named by file:line."""
     if not path.is_file():
-        raise FileNotFoundError(f"length file {path} not found")
-    text = path.read_text(encoding="utf-8")
+        raise FileNotFoundError(f"length file {path} not found (or not a regular file)")
+    with path.open("rb") as f:
+        raw = f.read(MAX_LENGTH_FILE_BYTES + 1)
+    if len(raw) > MAX_LENGTH_FILE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_LENGTH_FILE_BYTES // 2**20} MiB; give a "
+                         "file of lengths, one number per line")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text; give one number per line or a JSON "
+                         "list") from None
     if not text.strip():
         raise ValueError(f"{path}: line 1: empty length file; expected numbers")
     if text.lstrip().startswith("["):
-        return _lengths_from_json(path, text)
+        return _lengths_from_json(path, text, allow_zero)
     values: list[float] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         item = line.strip()
@@ -149,13 +166,21 @@ def load_length_file(path: Path) -> FloatArray:
                 from None
         if not math.isfinite(value):
             raise ValueError(f"{path}:{lineno}: length must be finite, got {item!r}")
+        _check_sign(value, allow_zero, f"{path}:{lineno}")
         values.append(value)
     if not values:
         raise ValueError(f"{path}: line 1: no numbers in length file")
     return np.asarray(values, dtype=np.float64)
 
 
-def _lengths_from_json(path: Path, text: str) -> FloatArray:
+def _check_sign(value: float, allow_zero: bool, where: str) -> None:
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{where}: a length must be {bound}, got {value:g}; remove or fix "
+                         "the value")
+
+
+def _lengths_from_json(path: Path, text: str, allow_zero: bool) -> FloatArray:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -165,4 +190,6 @@ def _lengths_from_json(path: Path, text: str) -> FloatArray:
     )
     if not ok or not data:
         raise ValueError(f"{path}: line 1: expected a non-empty JSON list of numbers")
+    for i, v in enumerate(data):
+        _check_sign(float(v), allow_zero, f"{path}: item {i + 1} of the JSON list")
     return np.asarray(data, dtype=np.float64)

@@ -120,7 +120,9 @@ class Workload:
                 for name in ("turns", "env_reset", "env_step", "obs_tokens"):
                     dist = getattr(a, name)
                     if dist is not None:
-                        self._agentic_q[name] = quantile_function(dist, base_dir)
+                        # seconds and observation tokens may be 0; turns may not
+                        self._agentic_q[name] = quantile_function(dist, base_dir,
+                                                                  name != "turns")
 
     @property
     def trace_prompts(self) -> int | None:

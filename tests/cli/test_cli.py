@@ -14,7 +14,8 @@ from tests.scenarios import tiny, write
 SUMMARY_KEYS = {"steps", "sim_time_s", "step_time_s", "phase_time_s", "throughput", "gpu_util",
                 "cost", "staleness", "faults", "goodput_samples_per_s",
                 "effective_training_time_ratio", "slo_attainment",
-                "attempts", "profiles", "wall_s", "events"}
+                "attempts", "profiles", "wall_s", "events",
+                "policy", "steady_state", "whole_run", "warnings"}
 
 
 def test_run_writes_outputs(tmp_path, monkeypatch, capsys):
@@ -90,7 +91,7 @@ def test_estimate_json_keys(tmp_path, monkeypatch, capsys):
     code, out, _ = run_cli(["estimate", "--gpu", "H100", "--model", "llama-2-7b", "--tp", "2",
                             "--batch", "64", "--context", "1024", "--json"], monkeypatch, capsys)
     assert code == 0
-    data = json.loads(out)
+    data = json.loads(out)["step_s"]
     assert set(data) == {"linear_s", "attention_s", "other_s", "comm_s", "overhead_s", "total_s"}
     assert abs(sum(v for k, v in data.items() if k != "total_s") - data["total_s"]) < 1e-12
     arch = tmp_path / "m.yaml"
@@ -98,18 +99,50 @@ def test_estimate_json_keys(tmp_path, monkeypatch, capsys):
                                     "ffn": 2048, "vocab": 1000}))
     code, out, _ = run_cli(["estimate", "--gpu", "A100", "--model", str(arch), "--batch", "8",
                             "--context", "100", "--json"], monkeypatch, capsys)
-    assert code == 0 and json.loads(out)["total_s"] > 0
+    assert code == 0 and json.loads(out)["step_s"]["total_s"] > 0
 
 
-def test_progress_bar_appears_only_after_two_seconds(monkeypatch, capsys):
-    clock = iter([0.0, 1.0, 2.5, 3.0])
-    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
-    bar = cli._ProgressBar("run")  # t0 = 0.0
-    bar(1, 4)  # at 1.0 s: silent
-    assert capsys.readouterr().err == ""
-    bar(2, 4)  # at 2.5 s: shown on stderr
-    err = capsys.readouterr().err
-    assert "step 2/4" in err and "#" in err
+def test_progress_plain_lines_only_after_two_seconds_and_few(monkeypatch):
+    """Not a terminal: nothing before ~2 s, then the first line, then one per 30 s and the
+    last, never one per step."""
+    import io
+
+    now = [0.0]
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: now[0])
+    stream = io.StringIO()
+    bar = cli._ProgressBar("run", 1000, stream=stream)  # t0 = 0
+    bar(1, 1000)  # 0 s: silent
+    assert stream.getvalue() == ""
+    for step in range(2, 1001):  # 1000 steps over 100 s
+        now[0] = step * 0.1
+        bar(step, 1000)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("run: step 20/1000") and "ETA" in lines[0]
+    assert lines[-1].startswith("run: step 1000/1000")
+    assert 3 <= len(lines) <= 6, lines
+
+
+def test_progress_on_a_terminal_is_a_rich_bar_that_ticks(monkeypatch):
+    """On a terminal the bar appears by a timer (before any step ends) and rich refreshes
+    it on its own; close() stops it."""
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(cli._ProgressBar, "DELAY_S", 0.05)
+    stream = Tty()
+    bar = cli._ProgressBar("tinyrun", 4, stream=stream)
+    deadline = cli.time.perf_counter() + 10
+    while "tinyrun" not in stream.getvalue() and cli.time.perf_counter() < deadline:
+        cli.time.sleep(0.05)
+    bar(1, 4)
+    bar.close()
+    text = stream.getvalue()
+    assert "tinyrun" in text and "step" in text and "ETA" in text
+    assert bar.where() == "step 2 of 4"
 
 
 def test_summary_identical_across_processes(tmp_path):
