@@ -7,6 +7,9 @@ and documented: arrivals are Poisson over 14 days; model sizes are uniform over 
 and 32B; 60% of jobs are single-turn; the cap is 4k, 8k, 16k or 32k with probabilities
 0.3, 0.3, 0.25, 0.15 (mean 12.4k); durations are lognormal with sigma 1 and mean 27.9 h.
 A job's duration is its run time alone (Solo-D), converted to iterations with its profile.
+Qwen2.5-3B's context is 32,768 tokens (config.json max_position_embeddings), so a 3B job
+drawn with the 32k cap gets 32,768 - 2,048 (its max prompt) = 30,720: vLLM refuses a longer
+max_model_len, and so does rlsim.
 Run: `python scenarios/rollmux/make_trace.py [--jobs N] [--days D] [--out FILE] [--seed S]`.
 """
 
@@ -24,6 +27,8 @@ DAYS = 14
 SIZES = ("3b", "7b", "14b", "32b")
 CAPS = (4096, 8192, 16384, 32768)
 CAP_P = (0.3, 0.3, 0.25, 0.15)
+# the longest response each size's context leaves after a 2,048-token prompt
+CONTEXT_CAP = {"3b": 32768 - 2048}
 SINGLE_TURN = 0.6
 MEAN_H, SIGMA = 27.9, 1.0
 
@@ -37,7 +42,8 @@ def rows(jobs: int, seed: int, days: float = DAYS) -> list[dict[str, object]]:
     for i, t in enumerate(arrivals):
         size = SIZES[int(rng.integers(len(SIZES)))]
         single = rng.random() < SINGLE_TURN
-        cap = int(rng.choice(CAPS, p=CAP_P))
+        drawn = int(rng.choice(CAPS, p=CAP_P))
+        cap = min(drawn, CONTEXT_CAP.get(size, drawn))
         row: dict[str, object] = {
             "name": f"job{i:04d}",
             "arrival_s": round(float(t), 1),
@@ -47,7 +53,7 @@ def rows(jobs: int, seed: int, days: float = DAYS) -> list[dict[str, object]]:
             "workload.max_response_len": cap,
             # the single-turn lengths file of the cap (4k reuses 8k's, capped)
             "workload.response_len.path": (
-                f"../rollpacker/lengths-math-{max(cap, 8192) // 1024}k.txt" if single else ""),
+                f"../rollpacker/lengths-math-{max(drawn, 8192) // 1024}k.txt" if single else ""),
         }
         out.append(row)
     return out
