@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -58,8 +58,12 @@ validate: $(STAMP)
 	$(BIN)/rlsim validate --report reports/validation.md
 
 validate-quick: $(STAMP)
-	$(BIN)/rlsim validate --quick --out runs/validate-quick \
-	  --report runs/validate-quick/validation.md
+	$(BIN)/rlsim validate --quick --out runs/validate-quick
+
+# The acceptance check on an idle machine: three quick validations in a row, each mode's
+# end-to-end error within 10% in every one (exit 1 otherwise).
+validate-quick-check: $(STAMP)
+	$(BIN)/python -m calibration.live.check_quick --runs 3 --limit 0.10
 
 # The README's pictures: the quickstart run's report and the example sweep's report, each
 # checked in headless chromium (no JS errors, every plot rendered) and screenshotted.

@@ -60,6 +60,7 @@ def time_call(
     min_reps: int = 3,
     max_reps: int = 200,
     batch_s: float = 1e-3,
+    idle_s: float = 0.0,
 ) -> tuple[float, float, float, int]:
     """Time one call of `fn` on `device`: (median_s, p10_s, p90_s, timed calls).
 
@@ -67,7 +68,9 @@ def time_call(
     big ops need no more than one to reach steady state). Then samples are taken until at
     least `min_reps` of them and `min_time_s` of timed work were collected, at most
     `max_reps` samples; `reps` fixes the sample count instead. Runs under
-    `torch.inference_mode()` so autograd bookkeeping is not timed.
+    `torch.inference_mode()` so autograd bookkeeping is not timed. With `idle_s` every sample
+    is one call after `idle_s` of sleep (untimed): the cost of a call made once after the
+    caller idled, as a trainer's first phase of a step is, which back-to-back calls hide.
     """
     with torch.inference_mode():
         # The first call pays lazy initialization (allocator, kernel selection), so the
@@ -84,10 +87,12 @@ def time_call(
                 break
         if math.isinf(estimate_s):
             estimate_s = spent_s
-        inner = max(1, math.ceil(batch_s / max(estimate_s, 1e-9)))
+        inner = max(1, math.ceil(batch_s / max(estimate_s, 1e-9))) if idle_s <= 0 else 1
         samples: list[float] = []
         total_s = 0.0
         while True:
+            if idle_s > 0:
+                time.sleep(idle_s)
             elapsed = _timed(fn, device, inner)
             samples.append(elapsed / inner)
             total_s += elapsed
@@ -100,17 +105,34 @@ def time_call(
     return median, p10, p90, len(samples) * inner
 
 
-def _busy_s() -> float | None:
-    """Busy CPU seconds of the whole machine (all cores, steal included) from /proc/stat."""
+def _busy_s(cpus: frozenset[int] | None = None) -> float | None:
+    """Busy CPU seconds (steal included) from /proc/stat: of the whole machine, or of the
+    cores `cpus` only (the per-core lines)."""
     try:
         with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
+            lines = [line.split() for line in f if line.startswith("cpu")]
+        if cpus is None:
+            wanted = [line for line in lines if line[0] == "cpu"]
+        else:
+            wanted = [line for line in lines if line[0] != "cpu" and int(line[0][3:]) in cpus]
+        rows = [[int(v) for v in line[1:]] for line in wanted]
     except (OSError, ValueError):
+        return None
+    if not rows:
         return None
     # user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is
     # already inside user time, idle and iowait are not busy.
-    busy = sum(fields[:8]) - fields[3] - fields[4]
+    busy = sum(sum(f[:8]) - f[3] - f[4] for f in rows)
     return busy / os.sysconf("SC_CLK_TCK")
+
+
+def own_cores() -> frozenset[int] | None:
+    """The cores the calling thread may run on when that is fewer than the machine has
+    (pinned: only they can slow it down), else None (the whole machine)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    mine = frozenset(os.sched_getaffinity(0))
+    return mine if len(mine) < (os.cpu_count() or len(mine)) else None
 
 
 def _own_s() -> float:
@@ -119,7 +141,9 @@ def _own_s() -> float:
 
 
 class OtherLoad:
-    """Context manager: average cores other processes kept busy while the block ran.
+    """Context manager: average cores other processes kept busy while the block ran, on the
+    cores this thread may run on (`own_cores`: a pinned measurement is only slowed by what
+    runs on its own core, not by a neighbour on another one).
 
     On a shared 2-core VM a neighbour's busy loop does not just slow a multi-threaded op a
     little: every parallel region waits a scheduler tick for the preempted thread, and a
@@ -131,15 +155,17 @@ class OtherLoad:
 
     def __init__(self) -> None:
         self.cores: float | None = None
+        self._cpus: frozenset[int] | None = None
         self._start: tuple[float | None, float, float] = (None, 0.0, 0.0)
 
     def __enter__(self) -> OtherLoad:
-        self._start = (_busy_s(), _own_s(), time.perf_counter())
+        self._cpus = own_cores()
+        self._start = (_busy_s(self._cpus), _own_s(), time.perf_counter())
         return self
 
     def __exit__(self, *exc: object) -> None:
         busy0, own0, wall0 = self._start
-        busy1, own1, wall1 = _busy_s(), _own_s(), time.perf_counter()
+        busy1, own1, wall1 = _busy_s(self._cpus), _own_s(), time.perf_counter()
         if busy0 is None or busy1 is None or wall1 - wall0 < self.MIN_WINDOW_S:
             return
         self.cores = max(0.0, (busy1 - busy0) - (own1 - own0)) / (wall1 - wall0)

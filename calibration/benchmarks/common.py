@@ -74,8 +74,9 @@ def notify(progress: Progress | None, bench: str, done: int, total: int) -> None
 
 
 def timed_point(bench: str, params: Point, fn: Callable[[], object], device: str,
-                quick: bool) -> Measurement:
-    """Time `fn` under the mode's budget and record it as one grid point."""
+                quick: bool, idle_s: float = 0.0) -> Measurement:
+    """Time `fn` under the mode's budget and record it as one grid point (`idle_s`: each
+    timed call follows that much idle time, `timing.time_call`)."""
     global _retry_left_s
     b = budget(quick, device)
     best: tuple[float, float, float, int] | None = None
@@ -83,7 +84,7 @@ def timed_point(bench: str, params: Point, fn: Callable[[], object], device: str
         started = time.perf_counter()
         with OtherLoad() as load:
             result = time_call(fn, device, warmup=b.warmup, min_time_s=b.min_time_s,
-                               min_reps=b.min_reps, max_reps=b.max_reps)
+                               min_reps=b.min_reps, max_reps=b.max_reps, idle_s=idle_s)
         if best is None or result[0] < best[0]:
             best = result
         # Only the CPU competes with neighbours for the cores that run the op itself.

@@ -14,6 +14,7 @@ params (same): the no-grad forward that computes the old log-probs of that batch
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from functools import partial
 
@@ -27,7 +28,7 @@ from calibration.measurements import Measurement
 
 BENCHES = ("train_step", "forward")
 
-SEQ_QUICK = [24, 64]
+SEQ_QUICK = [16, 24, 64]  # 16: the live job's own sequences (seq_tokens 13-21 per step)
 SEQ_FULL = [16, 32, 64, 128]
 TOKENS_QUICK = [512, 2048]
 TOKENS_FULL = [256, 512, 1024, 2048, 4096]
@@ -39,13 +40,30 @@ def _points(bench: str, quick: bool) -> list[common.Point]:
                                if t >= s])
 
 
+# Log-std of the trajectory lengths: an RL batch is long-tailed, and the live job's recorded
+# trajectories (prompt + turns) spread with a log-std of 0.39-0.44. The trainer packs a batch
+# into rows as wide as its longest trajectory, so the tail decides how many rows a step
+# computes: uniform lengths over [seq/2, 3 seq/2] packed into narrow rows and cost 11-13%
+# more per token than the live job's batches of the same tokens and seq_tokens.
+LENGTH_SIGMA = 0.4
+
+# The old-log-prob forward (`ref`) is a step's first trainer phase: it runs once, after the
+# trainer idled while the rollouts were generated (sync) or waited for them (one_off, async).
+# A call after 100 ms of sleep took 12-13% longer than back-to-back calls on this VM
+# (41-42 ms against 36.6-37.4 ms for the live job's batch), as the job's `ref` did; the
+# training step follows `ref` at once and is timed back to back.
+FORWARD_IDLE_S = 0.1
+
+
 def _batch(tokens: int, seq: int, cfg: LMConfig, gen: torch.Generator) -> list[Trajectory]:
-    """About `tokens` tokens of trajectories whose lengths spread over [seq/2, 3 seq/2]
-    (a real batch is never uniform; the packing then has work to do)."""
+    """About `tokens` tokens of trajectories with lognormal lengths (log-std LENGTH_SIGMA,
+    median seq * exp(-1.5 sigma^2), so that sum(L^2) / sum(L) is about `seq`)."""
     out: list[Trajectory] = []
     total = 0
+    median = seq * math.exp(-1.5 * LENGTH_SIGMA ** 2)
     while total < tokens:
-        n = max(2, min(cfg.max_positions, int(seq * (0.5 + float(torch.rand(1, generator=gen))))))
+        z = float(torch.randn(1, generator=gen))
+        n = max(2, min(cfg.max_positions, round(median * math.exp(LENGTH_SIGMA * z))))
         ids = torch.randint(3, cfg.vocab, (n,), generator=gen).tolist()
         mask = [0] * min(8, n // 2) + [1] * (n - min(8, n // 2))
         out.append(Trajectory(ids, mask, advantage=float(torch.randn(1, generator=gen))))
@@ -57,6 +75,13 @@ def _train(trainer: Trainer, trajs: list[Trajectory]) -> None:
     # The timing harness runs calls under inference mode; a training step needs autograd.
     with torch.inference_mode(False):
         trainer.update(trajs)
+
+
+def _forward(trainer: Trainer, trajs: list[Trajectory]) -> None:
+    # As the job runs it: under no_grad (old_logprobs' own), not the harness's inference
+    # mode, which times a different (cheaper) dispatch path than the job pays.
+    with torch.inference_mode(False):
+        trainer.old_logprobs(trajs)
 
 
 def run(device: str, quick: bool, progress: common.Progress | None = None,
@@ -77,11 +102,12 @@ def run(device: str, quick: bool, progress: common.Progress | None = None,
             lens = [len(t.ids) for t in trajs]
             trainer.old_logprobs(trajs)
             fn = partial(_train, trainer, trajs) if bench == "train_step" else \
-                partial(trainer.old_logprobs, trajs)
+                partial(_forward, trainer, trajs)
             # seq_tokens: the length at which causal attention costs what these do
             params = {"tokens": sum(lens), "seq_tokens": sum(n * n for n in lens) / sum(lens),
                       **model_params(cfg),
                       "dtype": "float32"}
-            out.append(common.timed_point(bench, params, fn, "cpu", quick))
+            out.append(common.timed_point(bench, params, fn, "cpu", quick,
+                                          idle_s=FORWARD_IDLE_S if bench == "forward" else 0.0))
             common.notify(progress, bench, i + 1, len(points))
     return out

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import time
 from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from calibration.live.cores import become_helper
 from calibration.live.sandbox import SandboxEnv
 
 
@@ -30,7 +32,13 @@ def _serve_env(conn: Connection, root: str) -> None:
         if msg is None:
             return
         traj_id, files, command = msg
-        conn.send(env.step(traj_id, files, command))
+        obs, secs = env.step(traj_id, files, command)
+        conn.send((obs, secs, time.perf_counter()))  # the answer's time: the job's latency
+
+
+def _serve(target: Callable[..., None], idle: bool, conn: Connection, *args: Any) -> None:
+    become_helper(idle)
+    target(conn, *args)
 
 
 class PipeWorkers:
@@ -46,7 +54,8 @@ class PipeWorkers:
     that worker's pipe."""
 
     def __init__(self, workers: int, target: Callable[..., None], args: tuple[Any, ...] = (),
-                 what: str = "worker", depth: int = 1) -> None:
+                 what: str = "worker", depth: int = 1, idle: bool = False) -> None:
+        """`idle`: the workers run at idle priority (`cores.become_helper`)."""
         if workers < 1:
             raise ValueError(f"need at least one {what}")
         if depth < 1:
@@ -56,7 +65,7 @@ class PipeWorkers:
         self._procs = []
         for _ in range(workers):
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=target, args=(theirs, *args), daemon=True)
+            proc = ctx.Process(target=_serve, args=(target, idle, theirs, *args), daemon=True)
             proc.start()
             self._conns.append(mine)
             self._procs.append(proc)
@@ -64,7 +73,8 @@ class PipeWorkers:
             if not conn.poll(120) or conn.recv() != "ready":
                 raise RuntimeError(f"a {what} did not start within 120 s")
         self.depth = depth
-        self._sent: list[deque[Any]] = [deque() for _ in range(workers)]  # keys, in order
+        # (key, time sent to the worker) per worker, in order
+        self._sent: list[deque[tuple[Any, float]]] = [deque() for _ in range(workers)]
         self._backlog: deque[tuple[Any, Any]] = deque()
 
     def submit_job(self, key: Any, job: Any) -> None:
@@ -78,7 +88,10 @@ class PipeWorkers:
                 return
             key, job = self._backlog.popleft()
             self._conns[w].send(job)
-            self._sent[w].append(key)
+            self._sent[w].append((key, time.perf_counter()))
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs if p.pid is not None]
 
     @property
     def pending(self) -> int:
@@ -90,15 +103,21 @@ class PipeWorkers:
 
     def poll_results(self, timeout: float = 0.0) -> list[tuple[Any, Any]]:
         """Finished jobs as (key, result); waits up to `timeout` for one."""
+        return [(key, result) for key, result, _, _ in self._poll(timeout)]
+
+    def _poll(self, timeout: float) -> list[tuple[Any, Any, float, int]]:
+        """Finished jobs as (key, result, time the job was sent to its worker, worker)."""
         busy = self.busy_connections()
         if not busy:
             return []
         out = []
         for conn in wait(busy, timeout):
             assert isinstance(conn, Connection)
-            sent = self._sent[self._conns.index(conn)]
+            w = self._conns.index(conn)
+            sent = self._sent[w]
             while sent and conn.poll():
-                out.append((sent.popleft(), conn.recv()))
+                key, at = sent.popleft()
+                out.append((key, conn.recv(), at, w))
         self._dispatch()
         return out
 
@@ -113,12 +132,23 @@ class PipeWorkers:
 
 
 class EnvWorkers(PipeWorkers):
-    def __init__(self, workers: int, root: Path) -> None:
-        super().__init__(workers, _serve_env, (str(root),), "environment worker")
+    """Environment steps. A step's seconds are what the job waited for it on its worker:
+    from the request sent to the worker to the worker's answer (the pipe, a wait for CPU,
+    the sandbox and its command), not the sandbox's own time alone (`worker_s`). A wait
+    for a free worker before that is left out: the simulator queues steps on its own
+    environment workers."""
+
+    def __init__(self, workers: int, root: Path, idle: bool = False) -> None:
+        super().__init__(workers, _serve_env, (str(root),), "environment worker", idle=idle)
+        self.worker_s = 0.0  # the sandboxes' own seconds, over every step
 
     def submit(self, key: Any, traj_id: int, files: dict[str, str], command: str) -> None:
         self.submit_job(key, (traj_id, files, command))
 
     def poll(self, timeout: float = 0.0) -> list[tuple[Any, str, float]]:
         """Finished steps as (key, observation, seconds); waits up to `timeout` for one."""
-        return [(key, obs, secs) for key, (obs, secs) in self.poll_results(timeout)]
+        out = []
+        for key, (obs, secs, answered), sent, _ in self._poll(timeout):
+            self.worker_s += secs
+            out.append((key, obs, max(answered - sent, secs)))
+        return out

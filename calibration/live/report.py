@@ -9,18 +9,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from calibration.live.runner import MODES
-from calibration.live.validate import PHASES, Validation
+from calibration.live.validate import PHASES, WARMUP_STEPS, Validation
 
 # Why a phase's prediction can be off, for the report's notes on errors above 15%. Each is a
 # mechanism the simulator leaves out (docs/validation.md), not a correction.
 KNOWN_CAUSES = {
     "gen": "the engine's iterations are priced from the calibration's synthetic engine "
-           "job, and the live job's iterations run slower than priced on the same shapes "
-           "(the engine-iteration check above): the rollout process shares the two cores "
-           "with environment and reward workers, and in one_off and async with the trainer "
-           "process, whose caches and memory bus separate GPUs would not share. In async "
-           "`gen` is only the trainer's wait, near zero after the first step, so its "
-           "relative error is that of a small number",
+           "job (the engine-iteration check above gives that error apart from the "
+           "schedule); between iterations the rollout process polls its workers and admits "
+           "turns, which is not priced. In async `gen` is only the trainer's wait for its "
+           "groups, a few milliseconds when generation keeps ahead, so its relative error "
+           "is that of a small number",
     "reward": "rlsim replays each sample's scoring time inside its worker; the process pool's "
               "dispatch (pickling, pipes, waking workers) is not modelled and dominates "
               "sub-millisecond scoring",
@@ -40,19 +39,31 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
-def _rows(data: dict[str, Any]) -> Iterator[tuple[str, str, float, float, float | None]]:
-    """(mode, phase, live s, sim s, error) per phase, then the step, for each mode."""
+Row = tuple[str, str, float, float, float, float, float | None]
+
+
+def _rows(data: dict[str, Any]) -> Iterator[Row]:
+    """(mode, phase, live median s, live min s, live max s, sim s, error) per phase, then
+    the step, for each mode: medians over the repeats, warm-up steps left out."""
     for mode, r in data["modes"].items():
         for p in PHASES:
             ph = r["phases"][p]
-            yield mode, p, ph["live_s"], ph["sim_s"], ph["error"]
-        yield mode, "step", r["live_step_s"], r["sim_step_s"], r["error"]
+            yield (mode, p, ph["live_s"], ph["live_min_s"], ph["live_max_s"], ph["sim_s"],
+                   ph["error"])
+        yield (mode, "step", r["live_step_s"], r["live_step_s_min"], r["live_step_s_max"],
+               r["sim_step_s"], r["error"])
 
 
 def table(data: dict[str, Any]) -> str:
-    rows = [f"{'mode':8s} {'phase':12s} {'live s':>9s} {'sim s':>9s} {'error':>8s}"]
-    for mode, p, live, sim, err in _rows(data):
-        rows.append(f"{mode:8s} {p:12s} {live:9.4f} {sim:9.4f} {_pct(err):>8s}")
+    rows = [f"{'mode':8s} {'phase':12s} {'live s':>9s} {'live min-max':>17s} {'sim s':>9s} "
+            f"{'error':>8s}"]
+    for mode, p, live, lo, hi, sim, err in _rows(data):
+        rows.append(f"{mode:8s} {p:12s} {live:9.4f} {lo:8.4f}-{hi:<8.4f} {sim:9.4f} "
+                    f"{_pct(err):>8s}")
+    for mode, r in data["modes"].items():
+        w = r["whole_run"]
+        rows.append(f"{mode} whole run (warm-up included): live {w['live_step_s']:.4f} s, "
+                    f"sim {w['sim_step_s']:.4f} s ({_pct(w['error'])})")
     for mode in ("one_off", "async"):
         sp = data.get(f"speedup_{mode}")
         if sp:
@@ -93,20 +104,27 @@ def markdown(v: Validation, wall_s: float) -> str:
         f"with real `cat` commands (multi-turn), exact-match reward on {cfg.reward_workers} "
         f"worker processes, {cfg.env_workers} environment worker processes",
         f"- two processes (controller+trainer, rollout engine), {cfg.threads} torch thread "
-        f"each; repeats per mode: {p.repeats}",
+        f"each; repeats per mode: {p.repeats}; {v.placement}",
         f"- profile: `{v.profile_path}`, calibrated just before the runs in "
         f"{v.calibration_s:.0f} s",
         "",
         "## Step time, live vs simulated",
         "",
-        "| mode | phase | live s | sim s | error |",
-        "|---|---|---:|---:|---:|",
+        f"Medians over {p.repeats} repeat(s) per mode, after {WARMUP_STEPS} warm-up step(s) "
+        "(left out live and simulated alike); the live range is the repeats' min-max.",
+        "",
+        "| mode | phase | live s | live min-max s | sim s | error |",
+        "|---|---|---:|---:|---:|---:|",
     ]
-    for mode, ph, live, sim, err in _rows(data):
-        cells = [mode, ph, f"{live:.4f}", f"{sim:.4f}", _pct(err)]
+    for mode, ph, live, lo, hi, sim, err in _rows(data):
+        cells = [mode, ph, f"{live:.4f}", f"{lo:.4f}-{hi:.4f}", f"{sim:.4f}", _pct(err)]
         if ph == "step":
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "The whole run, warm-up included (medians): " + "; ".join(
+        f"{mode} live {r['whole_run']['live_step_s']:.4f} s, simulated "
+        f"{r['whole_run']['sim_step_s']:.4f} s ({_pct(r['whole_run']['error'])})"
+        for mode, r in data["modes"].items()) + "."]
     for mode in ("one_off", "async"):
         sp = data.get(f"speedup_{mode}")
         if sp:
@@ -143,6 +161,7 @@ def markdown(v: Validation, wall_s: float) -> str:
     if any(len(rs) > 1 for rs in v.runs.values()):
         lines += ["## Repeats (the machine is shared and noisy)", "",
                   "| mode | live step s, each | sim step s, each | error, each | live spread "
+                  "(max - min) / median "
                   "| other processes, cores |",
                   "|---|---|---|---|---:|---|"]
         for mode, r in data["modes"].items():

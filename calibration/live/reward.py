@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
+from calibration.live.cores import become_helper
 from calibration.live.envpool import PipeWorkers
 from calibration.live.tasks import score
 
@@ -29,36 +30,54 @@ def _score_one(item: tuple[str, str]) -> tuple[float, float]:
     return reward, time.perf_counter() - t0
 
 
+def _init_worker(idle: bool) -> None:
+    become_helper(idle)
+
+
 def _serve_reward(conn: Connection) -> None:
     conn.send("ready")
     while True:
         msg = conn.recv()
         if msg is None:
             return
-        conn.send(_score_one(msg))
+        reward, secs = _score_one(msg)
+        conn.send((reward, secs, time.perf_counter()))  # the answer's time, for the latency
 
 
 class RewardWorkers(PipeWorkers):
     """Per-response scoring: `submit(key, answer, response)`, then `poll()` gives
-    (key, reward, worker seconds) as they finish."""
+    (key, reward, seconds) as they finish. A response's seconds are its service time as the
+    job saw it: from when its worker could take it (sent to the worker, or the worker's
+    previous answer if that came later) to its answer, so a wait for CPU counts and a wait
+    behind other responses in the same worker does not (the simulator queues those)."""
 
-    def __init__(self, workers: int, depth: int = 64) -> None:
-        super().__init__(workers, _serve_reward, (), "reward worker", depth)
+    def __init__(self, workers: int, depth: int = 64, idle: bool = False) -> None:
+        super().__init__(workers, _serve_reward, (), "reward worker", depth, idle)
+        self._answered = [0.0] * workers  # each worker's last answer
 
     def submit(self, key: Any, answer: str, response: str) -> None:
         self.submit_job(key, (answer, response))
 
     def poll(self, timeout: float = 0.0) -> list[tuple[Any, float, float]]:
-        return [(key, r, secs) for key, (r, secs) in self.poll_results(timeout)]
+        out = []
+        for key, (r, secs, answered), sent, w in self._poll(timeout):
+            start = max(sent, self._answered[w])
+            self._answered[w] = answered
+            out.append((key, r, max(answered - start, secs)))
+        return out
 
 
 class RewardPool:
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, idle: bool = False) -> None:
         if workers < 1:
             raise ValueError("reward pool needs at least one worker")
         self.workers = workers
-        self._pool = mp.get_context("spawn").Pool(workers)
+        self._pool = mp.get_context("spawn").Pool(workers, initializer=_init_worker,
+                                                  initargs=(idle,))
         self._pool.map(_score_one, [("", "")] * workers)  # workers up before timing
+
+    def pids(self) -> list[int]:
+        return [w.pid for w in self._pool._pool if w.pid is not None]  # type: ignore[attr-defined]
 
     def score(self, items: Sequence[tuple[str, str]]) -> list[tuple[float, float]]:
         if not items:

@@ -30,6 +30,7 @@ from typing import cast
 
 import torch
 
+from calibration.live.cores import pinned
 from calibration.live.engine import Engine, GenRequest
 from calibration.live.envpool import EnvWorkers
 from calibration.live.model import TinyLM
@@ -64,7 +65,11 @@ class Sample:
 
 class Generator:
     def __init__(self, model: TinyLM, tok: Tokenizer, max_running: int, max_len: int,
-                 max_response_len: int, max_turns: int, env_workers: int) -> None:
+                 max_response_len: int, max_turns: int, env_workers: int,
+                 helper_cores: frozenset[int] | None = None, helpers_idle: bool = False
+                 ) -> None:
+        """`helper_cores`, `helpers_idle`: where and at which priority the environment (and
+        reward) workers run (`cores.Placement`)."""
         self.model = model
         self.tok = tok
         self.max_running = max_running
@@ -72,19 +77,26 @@ class Generator:
         self.max_response_len = max_response_len
         self.max_turns = max_turns
         self.root = Path(tempfile.mkdtemp(prefix="rlsim-live-"))
-        self.envs = EnvWorkers(env_workers, self.root)
+        self.helper_cores, self.helpers_idle = helper_cores, helpers_idle
+        with pinned(helper_cores):  # the workers inherit the cores at spawn
+            self.envs = EnvWorkers(env_workers, self.root, helpers_idle)
         self.iterations = 0
         self.step_s = 0.0  # seconds inside engine iterations, over every generate()
         self.wait_s = 0.0  # seconds the engine sat idle waiting for environment steps
         self.trace: list[tuple[int, int, tuple[int, ...], float]] | None = None
+        # One engine for the process's life, its KV cache allocated once, as a serving
+        # engine's is at start: a fresh cache per step cost ~6 ms of zeroing and page faults
+        # inside every timed generation, which no serving engine pays.
+        self.engine = Engine(model, max_running, max_len)
 
     def warm_up(self, requests: int = 96, seed: int = 12345) -> None:
         """A synthetic generation before any timed one, as serving engines warm up at start
-        (vLLM's profiling run): the allocator, the BLAS library and the caches meet the batch
-        shapes once, so the first timed step does not pay for it."""
+        (vLLM's profiling run): the allocator, the BLAS library, the KV cache's pages and
+        the caches meet the batch shapes once, so the first timed step does not pay for it."""
         rng = torch.Generator().manual_seed(seed)
-        engine = Engine(self.model, self.max_running, self.max_len, generator=rng,
-                        stop_on_eos=False)
+        engine = self.engine
+        saved = engine.generator, engine.stop_on_eos, engine.iterations
+        engine.generator, engine.stop_on_eos = rng, False
         vocab = self.model.cfg.vocab
         for k in range(requests):
             n = int(torch.randint(4, 25, (1,), generator=rng))
@@ -92,6 +104,7 @@ class Generator:
             engine.submit(GenRequest(k, prompt, max_new=int(torch.randint(1, 24, (1,),
                                                                              generator=rng))))
         engine.run()
+        engine.generator, engine.stop_on_eos, engine.iterations = saved
 
     def close(self) -> None:
         self.envs.close()
@@ -99,8 +112,9 @@ class Generator:
 
     def generate(self, problems: list[Problem], samples_per_prompt: int,
                  seed: int) -> list[Sample]:
-        engine = Engine(self.model, self.max_running, self.max_len,
-                        generator=torch.Generator().manual_seed(seed))
+        engine = self.engine
+        engine.generator = torch.Generator().manual_seed(seed)
+        iterations0 = engine.iterations
         out: list[Sample] = []
         active = 0
         next_rid = 0
@@ -165,7 +179,7 @@ class Generator:
                 self.step_s += dt
                 if self.trace is not None:
                     self.trace.append((nd, kv, lens, dt))
-        self.iterations += engine.iterations
+        self.iterations += engine.iterations - iterations0
         return out
 
 
@@ -216,12 +230,13 @@ class Streamer(Generator):
     def __init__(self, model: TinyLM, tok: Tokenizer, max_running: int, max_len: int,
                  max_response_len: int, max_turns: int, env_workers: int,
                  reward_workers: int, prompts_per_step: int, samples_per_prompt: int,
-                 alpha: int, seed: int) -> None:
+                 alpha: int, seed: int, helper_cores: frozenset[int] | None = None,
+                 helpers_idle: bool = False) -> None:
         super().__init__(model, tok, max_running, max_len, max_response_len, max_turns,
-                         env_workers)
-        self.rewards = RewardWorkers(reward_workers)
-        self.engine = Engine(model, max_running, max_len,
-                             generator=torch.Generator().manual_seed(seed))
+                         env_workers, helper_cores, helpers_idle)
+        with pinned(helper_cores):
+            self.rewards = RewardWorkers(reward_workers, idle=helpers_idle)
+        self.engine.generator = torch.Generator().manual_seed(seed)
         self.p0, self.r0, self.alpha = prompts_per_step, samples_per_prompt, alpha
         self.version = 0
         self.batches: dict[int, list[_Slot]] = {}

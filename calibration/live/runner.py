@@ -5,6 +5,10 @@ Processes (spawned, one torch thread each by default: each is one "device" of th
 - the controller (this process) holds the trainer, the reward worker pool and the clock;
 - the rollout process holds the generator (`rollout.Generator`) and receives the weights
   through a shared-memory buffer.
+With `LiveConfig.pin` (the default) each role runs on its own core (`cores.placement`): the
+controller on the trainer's core for the run (restored after), the rollout process on the
+engine's, the environment and reward workers on the helpers' (`LiveResult.cores` records
+what the OS allowed each).
 Phases, with rlsim's names, recorded as spans on the `controller` track:
 `gen` (the rollout process's own start/end times), `reward`, `ref` (old log-probs, a no-grad
 forward), `train` (one GRPO step), `weight_sync` (trainer -> shared buffer -> engine), and
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,6 +43,7 @@ from typing import Any
 
 import torch
 
+from calibration.live.cores import Placement, can_pin, pinned, placement
 from calibration.live.grpo import Trainer, Trajectory, advantages, pack, packed_logprobs
 from calibration.live.model import LMConfig, TinyLM, flat_params
 from calibration.live.reward import RewardPool
@@ -68,6 +74,7 @@ class LiveConfig:
     threads: int = 1
     seed: int = 0
     alpha: int = 1  # async only: a sample trains at version n if it started at >= n - alpha
+    pin: bool = True  # each role on its own core (`cores.placement`) where the OS allows
     lm: LMConfig = field(default_factory=lambda: LMConfig(vocab=Tokenizer().vocab_size))
     mix: TaskMix = field(default_factory=TaskMix)
 
@@ -109,10 +116,13 @@ class LiveResult:
     # Every engine iteration of the timed steps: (decodes, KV tokens, prompt lengths of the
     # prefills, seconds). For the report's check of the iteration cost model only.
     iterations: list[tuple[int, int, tuple[int, ...], float]] = field(default_factory=list)
+    # Role -> the cores its processes may run on, as the OS reports them after pinning
+    cores: dict[str, list[int]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         out = {"config": asdict(self.config), "stats": [asdict(s) for s in self.stats],
-               "gen_iterations": self.gen_iterations}
+               "gen_iterations": self.gen_iterations, "cores": self.cores,
+               "iterations": [[d, kv, list(lens), dt] for d, kv, lens, dt in self.iterations]}
         if self.trained:
             out["trained"] = self.trained
         return out
@@ -136,22 +146,27 @@ def _rollout_model(cfg: LiveConfig, flat: torch.Tensor) -> tuple[TinyLM, Callabl
     return model, load
 
 
-def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None:
+def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor,
+                  place: Placement | None) -> None:
     model, load = _rollout_model(cfg, flat)
     gen = Generator(model, Tokenizer(), cfg.max_running, cfg.max_len, cfg.max_response_len,
-                    cfg.max_turns, cfg.env_workers)
+                    cfg.max_turns, cfg.env_workers,
+                    helper_cores=place.helpers if place else None,
+                    helpers_idle=place.helpers_idle if place else False)
     gen.warm_up()
     gen.trace = []
-    conn.send(("ready", now()))
+    conn.send(("ready", now(), _cores(gen.envs.pids())))
     try:
         while True:
             msg = conn.recv()
             if msg[0] == "generate":
                 _, step, problems = msg
+                busy0, wait0 = gen.step_s, gen.wait_s
                 t0 = now()
                 samples = gen.generate(problems, cfg.samples_per_prompt,
                                        seed=cfg.seed * 1000 + step)
-                conn.send(("rollouts", step, samples, t0, now(), gen.iterations, gen.trace))
+                conn.send(("rollouts", step, samples, t0, now(), gen.iterations, gen.trace,
+                           gen.step_s - busy0, gen.wait_s - wait0))
                 gen.trace = []
             elif msg[0] == "sync":
                 load()
@@ -162,16 +177,19 @@ def _rollout_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None
         gen.close()
 
 
-def _rollout_async_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -> None:
+def _rollout_async_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor,
+                        place: Placement | None) -> None:
     """The async rollout process: one `Streamer` serving the controller's messages at its
     engine's iteration boundaries."""
     model, load = _rollout_model(cfg, flat)
     st = Streamer(model, Tokenizer(), cfg.max_running, cfg.max_len, cfg.max_response_len,
                   cfg.max_turns, cfg.env_workers, cfg.reward_workers, cfg.prompts_per_step,
-                  cfg.samples_per_prompt, cfg.alpha, seed=cfg.seed * 1000 + 999)
+                  cfg.samples_per_prompt, cfg.alpha, seed=cfg.seed * 1000 + 999,
+                  helper_cores=place.helpers if place else None,
+                  helpers_idle=place.helpers_idle if place else False)
     st.warm_up()
     st.trace = []
-    conn.send(("ready", now()))
+    conn.send(("ready", now(), _cores(st.envs.pids() + st.rewards.pids())))
     drain: tuple[int, int] | None = None  # (engine iterations, traced ones) when asked
     try:
         while True:
@@ -208,6 +226,21 @@ def _rollout_async_main(cfg: LiveConfig, conn: Connection, flat: torch.Tensor) -
         st.close()
 
 
+def _cores(helper_pids: list[int]) -> dict[str, list[int]]:
+    """The cores the rollout process and its helper processes may run on (as the OS has
+    them: what pinning did, for the record)."""
+    if not can_pin():
+        return {}
+    helpers: set[int] = set()
+    idle = []
+    for pid in helper_pids:
+        with contextlib.suppress(OSError):
+            helpers |= os.sched_getaffinity(pid)
+            idle.append(int(os.sched_getscheduler(pid) == getattr(os, "SCHED_IDLE", -1)))
+    return {"rollout": sorted(os.sched_getaffinity(0)), "rollout_helpers": sorted(helpers),
+            "rollout_helpers_idle": idle}
+
+
 def _views(flat: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor]:
     out, at = [], 0
     for p in params:
@@ -219,9 +252,10 @@ def _views(flat: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor]
 # ---------------------------------------------------------------------- controller
 class _Job:
     def __init__(self, cfg: LiveConfig, init_state: dict[str, torch.Tensor],
-                 progress: Callable[[str], None] | None) -> None:
+                 progress: Callable[[str], None] | None, place: Placement | None) -> None:
         self.cfg = cfg
         self.progress = progress
+        self.place = place  # this process is the trainer, already on its core
         torch.set_num_threads(cfg.threads)
         self.model = TinyLM(cfg.lm)
         self.model.load_state_dict(init_state)
@@ -236,14 +270,25 @@ class _Job:
         # Not a daemon: the rollout process starts its own environment workers. close()
         # stops it (and kills it if it hangs).
         main = _rollout_async_main if cfg.mode == "async" else _rollout_main
-        self.proc = ctx.Process(target=main, args=(cfg, child, self.flat))
-        self.proc.start()
-        self._expect("ready")
+        self.proc = ctx.Process(target=main, args=(cfg, child, self.flat, self.place))
+        with pinned(self.place.rollout if self.place else None):  # inherited at spawn
+            self.proc.start()
+        cores = self._expect("ready")[2]
         # async scores in the rollout process, each sample as it finishes
-        self.rewards = RewardPool(cfg.reward_workers) if cfg.mode != "async" else None
+        self.rewards = None
+        if cfg.mode != "async":
+            with pinned(self.place.helpers if self.place else None):
+                self.rewards = RewardPool(cfg.reward_workers,
+                                          self.place.helpers_idle if self.place else False)
         self.rec = Recorder()
         self.tok = Tokenizer()
         self.result = LiveResult(cfg, self.rec, [], [], [], [])
+        if can_pin():
+            cores["trainer"] = sorted(os.sched_getaffinity(0))
+            if self.rewards is not None:
+                cores["reward_pool"] = sorted(set().union(
+                    *(os.sched_getaffinity(pid) for pid in self.rewards.pids())))
+        self.result.cores = cores
         self.t_origin = now()
 
     def _warm_up_trainer(self) -> None:
@@ -301,12 +346,15 @@ class _Job:
         self.conn.send(("generate", step, problems))
 
     def finish_gen(self, step: int) -> list[Sample]:
-        _, got, samples, t0, t1, iters, trace = self._expect("rollouts")
+        _, got, samples, t0, t1, iters, trace, busy_s, wait_s = self._expect("rollouts")
         assert got == step
         self.result.rollouts.append(samples)
         self.result.gen_iterations = iters
         self.result.iterations += trace
-        self.span("gen", step, t0, t1, samples=len(samples))
+        # Where the span went: engine iterations, the engine idle waiting for environment
+        # steps, and the rest (between iterations: polling workers, admitting turns).
+        self.span("gen", step, t0, t1, samples=len(samples), iterations_s=busy_s,
+                  env_wait_s=wait_s)
         return samples
 
     def train_side(self, step: int, samples: list[Sample], version: int) -> None:
@@ -331,9 +379,11 @@ class _Job:
             ids, mask = s.ids_and_mask()
             trajs.append(Trajectory(ids, mask, advantage=a))
         tokens = sum(len(t.ids) for t in trajs)
+        t_prep = now()
         self.trainer.old_logprobs(trajs)
         t2 = now()
-        self.span("ref", step, t1, t2, tokens=tokens)
+        # prep_s: building the batch from the samples, before the forward pass
+        self.span("ref", step, t1, t2, tokens=tokens, prep_s=t_prep - t1)
         self.trainer.update(trajs)
         t3 = now()
         stale = [step - v for v in versions]
@@ -429,16 +479,19 @@ def run_live(cfg: LiveConfig, init_state: dict[str, torch.Tensor],
              progress: Callable[[str], None] | None = None) -> LiveResult:
     """Run the live job from the warm-up weights `init_state`; records in `result.recorder`."""
     t_start = time.perf_counter()
-    job = _Job(cfg, init_state, progress)
-    try:
-        if cfg.mode == "sync":
-            job.run_sync()
-        elif cfg.mode == "one_off":
-            job.run_one_off()
-        else:
-            job.run_async()
-    finally:
-        job.close()
+    place = placement() if cfg.pin else None
+    # This process is the trainer: on the trainer's core for the run, restored after.
+    with pinned(place.trainer if place else None):
+        job = _Job(cfg, init_state, progress, place)
+        try:
+            if cfg.mode == "sync":
+                job.run_sync()
+            elif cfg.mode == "one_off":
+                job.run_one_off()
+            else:
+                job.run_async()
+        finally:
+            job.close()
     if progress:
         progress(f"{cfg.mode}: {cfg.steps} steps in {time.perf_counter() - t_start:.1f} s")
     return job.result

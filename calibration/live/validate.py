@@ -25,11 +25,13 @@ import yaml
 
 from calibration.benchmarks.model_dims import ModelDims
 from calibration.fit import fit_profile, fit_report_markdown, write_profile
+from calibration.live.cores import pinned, placement
 from calibration.live.model import LMConfig, TinyLM
 from calibration.live.runner import MODES, LiveConfig, LiveResult, run_live
 from calibration.live.scenario import scenario_dict, write_rollouts
 from calibration.live.sft import warm_up
 from calibration.live.tokenizer import Tokenizer
+from calibration.measurements import MeasurementSet
 from calibration.run import measure
 from calibration.timing import _busy_s
 from rlsim.api import simulate, write_run
@@ -42,6 +44,7 @@ from rlsim.trace.sinks import write_parquet
 PHASES = ("gen", "reward", "ref", "train", "weight_sync")
 CALIBRATION_BENCHES = ["gemm", "elementwise", "memcpy", "attention", "layer", "live_engine",
                        "live_trainer"]
+TRAINER_BENCHES = ["live_trainer"]  # timed on the trainer's core, the rest on the engine's
 Progress = Callable[[str], None]
 
 
@@ -62,7 +65,9 @@ def plan(modes: tuple[str, ...], quick: bool, repeats: int | None = None,
          steps: int | None = None) -> Plan:
     if quick:
         live = LiveConfig(steps=4, prompts_per_step=32, samples_per_prompt=4)
-        p = Plan(modes, True, repeats or 1, live, sft_steps=150)
+        # Three repeats: a live run of the quick job lasts seconds, and the median of three
+        # is what one disturbed run cannot move.
+        p = Plan(modes, True, repeats or 3, live, sft_steps=150)
     else:
         live = LiveConfig(steps=10, prompts_per_step=32, samples_per_prompt=8)
         p = Plan(modes, False, repeats or 3, live, sft_steps=150)
@@ -71,13 +76,32 @@ def plan(modes: tuple[str, ...], quick: bool, repeats: int | None = None,
     return p
 
 
-def phase_means(recorder: Recorder) -> dict[str, float]:
-    """Mean seconds of each phase span and of the step span, on the controller track."""
+# Steps left out of the compared means, live and simulated alike: step 0 carries the
+# pipeline fill (one_off's first generation, async's first batches, which later steps overlap)
+# and a fresh process's first real work. The whole run is reported beside them.
+WARMUP_STEPS = 1
+
+
+def phase_means(recorder: Recorder, skip_steps: int = 0) -> dict[str, float]:
+    """Mean seconds of each phase span and of the step span, on the controller track, over
+    the spans of steps >= `skip_steps` (a span's `step` attribute: in one_off a `gen` span
+    belongs to the step it generates for). All steps when that would leave none."""
     spans: dict[str, list[float]] = {}
     for s in recorder.spans:
         if s.track == CONTROLLER:
             spans.setdefault(s.name, []).append(s.t1 - s.t0)
-    return {name: statistics.fmean(v) for name, v in spans.items()}
+    kept: dict[str, list[float]] = {}
+    for s in recorder.spans:
+        if s.track == CONTROLLER and int(s.attrs.get("step", 0)) >= skip_steps:
+            kept.setdefault(s.name, []).append(s.t1 - s.t0)
+    if "step" not in kept:
+        kept = spans
+    return {name: statistics.fmean(v) for name, v in kept.items()}
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median, min and max of one figure over the repeats."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def _error(sim: float, live: float) -> float | None:
@@ -88,7 +112,7 @@ def _error(sim: float, live: float) -> float | None:
 class ModeRun:
     """One live run of a mode and its simulation."""
 
-    live: dict[str, float]
+    live: dict[str, float]  # phase means after the warm-up steps
     sim: dict[str, float]
     rewards: list[float]
     out_dir: str
@@ -100,6 +124,8 @@ class ModeRun:
     staleness_max: int = 0  # over the live run's trained samples
     sim_staleness_max: int = 0
     sim_outcomes: dict[str, Any] = field(default_factory=dict)  # async: the simulator's
+    live_whole_step_s: float = 0.0  # mean step over the whole run, warm-up included
+    sim_whole_step_s: float = 0.0
 
     def comparison(self) -> dict[str, Any]:
         return {"live_step_s": self.live["step"], "sim_step_s": self.sim["step"],
@@ -117,9 +143,12 @@ class Validation:
     calibration_s: float = 0.0
     fit_report: str = ""
     sft_losses: list[float] = field(default_factory=list)
+    placement: str = "not pinned"  # which core each role of the job ran on
 
     def mode_result(self, mode: str) -> dict[str, Any]:
-        """Means over repeats, with each repeat's figures and the spread."""
+        """Medians over repeats, compared (sim against live), with each repeat's figures and
+        the live spread (min, max) per phase and end to end: on a shared machine one slow
+        repeat moves a mean, not the median."""
         runs = self.runs[mode]
         stale: dict[str, Any] = {
             "other_cores_each": [r.other_cores for r in runs],
@@ -127,22 +156,28 @@ class Validation:
             "sim_staleness_max": max(r.sim_staleness_max for r in runs)}
         if any(r.sim_outcomes for r in runs):
             stale["sim_outcomes_each"] = [r.sim_outcomes for r in runs]
-        first = runs[0].comparison()
-        if len(runs) == 1:
-            return first | {"repeats": 1} | stale
         live = [r.live["step"] for r in runs]
         sim = [r.sim["step"] for r in runs]
-        errs = [r.comparison()["error"] for r in runs]
         phases = {}
         for p in PHASES:
-            lv = statistics.fmean(r.live.get(p, 0.0) for r in runs)
-            sv = statistics.fmean(r.sim.get(p, 0.0) for r in runs)
-            phases[p] = {"live_s": lv, "sim_s": sv, "error": _error(sv, lv)}
-        lm, sm = statistics.fmean(live), statistics.fmean(sim)
-        return {"live_step_s": lm, "sim_step_s": sm, "error": _error(sm, lm), "phases": phases,
-                "repeats": len(runs), "live_step_s_each": live, "sim_step_s_each": sim,
-                "error_each": errs,
-                "live_step_s_spread": (max(live) - min(live)) / lm if lm else 0.0} | stale
+            lv = _spread([r.live.get(p, 0.0) for r in runs])
+            sv = statistics.median(r.sim.get(p, 0.0) for r in runs)
+            phases[p] = {"live_s": lv["median"], "live_min_s": lv["min"],
+                         "live_max_s": lv["max"], "sim_s": sv,
+                         "error": _error(sv, lv["median"])}
+        lm, sm = _spread(live), statistics.median(sim)
+        whole_live = statistics.median(r.live_whole_step_s for r in runs)
+        whole_sim = statistics.median(r.sim_whole_step_s for r in runs)
+        return {"live_step_s": lm["median"], "sim_step_s": sm,
+                "error": _error(sm, lm["median"]), "phases": phases,
+                "repeats": len(runs), "warmup_steps": WARMUP_STEPS,
+                "live_step_s_each": live, "sim_step_s_each": sim,
+                "error_each": [r.comparison()["error"] for r in runs],
+                "live_step_s_min": lm["min"], "live_step_s_max": lm["max"],
+                "live_step_s_spread": (lm["max"] - lm["min"]) / lm["median"]
+                if lm["median"] else 0.0,
+                "whole_run": {"live_step_s": whole_live, "sim_step_s": whole_sim,
+                              "error": _error(whole_sim, whole_live)}} | stale
 
     def engine_check(self, mode: str) -> dict[str, float | int | None]:
         runs = self.runs[mode]
@@ -163,6 +198,7 @@ class Validation:
                 out[f"speedup_{mode}"] = {"live": live_x, "sim": sim_x,
                                           "error": _error(sim_x, live_x)}
         out["profile"] = self.profile_path
+        out["placement"] = self.placement
         out["quick"] = self.plan.quick
         return out
 
@@ -205,14 +241,26 @@ def dims_of(lm: LMConfig) -> ModelDims:
 
 
 def calibrate(p: Plan, out: Path, progress: Progress) -> tuple[Profile, Path, str]:
+    """Measure and fit this machine's profile on the cores the job runs on: the engine's
+    families (and the operators that price its iterations) on the rollout core, the
+    trainer's on the trainer core (`cores.placement`)."""
     torch.set_num_threads(p.live.threads)
+    place = placement() if p.live.pin else None
 
     def bench_progress(bench: str, done: int, total: int) -> None:
         if done == total:
             progress(f"calibrate: {bench} ({total} points)")
 
-    ms = measure(device="cpu", quick=p.quick, only=CALIBRATION_BENCHES, progress=bench_progress,
-                 dims=dims_of(p.live.lm), live=p.live.lm)
+    def run(only: list[str], cores: frozenset[int] | None) -> MeasurementSet:
+        with pinned(cores):
+            return measure(device="cpu", quick=p.quick, only=only, progress=bench_progress,
+                           dims=dims_of(p.live.lm), live=p.live.lm)
+
+    engine_side = run([b for b in CALIBRATION_BENCHES if b not in TRAINER_BENCHES],
+                      place.rollout if place else None)
+    trainer_side = run(TRAINER_BENCHES, place.trainer if place else None)
+    ms = engine_side.model_copy(update={"measurements": engine_side.measurements
+                                        + trainer_side.measurements})
     (out / "measurements.json").write_text(ms.model_dump_json(indent=1))
     profile, report = fit_profile(ms)
     path = write_profile(profile, out / "profile.json")
@@ -239,14 +287,17 @@ def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], pr
     sim = simulate(scenario, base)
     write_run(sim, run_dir / "sim")
     live_s, priced_s = price_iterations(result, profile)
-    return ModeRun(phase_means(result.recorder), phase_means(sim.recorder),
+    return ModeRun(phase_means(result.recorder, WARMUP_STEPS),
+                   phase_means(sim.recorder, WARMUP_STEPS),
                    [s.reward_mean for s in result.stats], str(run_dir),
                    live_s, priced_s, len(result.iterations), load.cores,
                    staleness_max=max((s.staleness for s in result.stats), default=0),
                    sim_staleness_max=max((int(s.attrs.get("staleness_max", 0))
                                           for s in sim.recorder.spans if s.name == "train"),
                                          default=0),
-                   sim_outcomes=_outcomes(sim.recorder))
+                   sim_outcomes=_outcomes(sim.recorder),
+                   live_whole_step_s=phase_means(result.recorder)["step"],
+                   sim_whole_step_s=phase_means(sim.recorder)["step"])
 
 
 class JobLoad:
@@ -300,8 +351,10 @@ def validate(p: Plan, out: Path, progress: Progress) -> Validation:
     state, losses = warm_start(p, out, progress)
     t0 = time.perf_counter()
     profile, profile_path, report = calibrate(p, out, progress)
+    place = placement() if p.live.pin else None
     v = Validation(p, str(profile_path), calibration_s=time.perf_counter() - t0,
-                   fit_report=report, sft_losses=losses)
+                   fit_report=report, sft_losses=losses,
+                   placement=place.describe() if place else "not pinned")
     progress(f"calibrate: profile {profile_path} in {v.calibration_s:.1f} s")
     for repeat in range(p.repeats):
         for mode in p.modes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -296,3 +297,29 @@ def test_gemm_dtype_sweeps_the_other_dtypes() -> None:
     cuda = {p["dtype"] for p in gemm.dtype_grid("cuda", False)}
     assert cpu == {"bfloat16"}  # the CPU serves in float32; no fp16 GEMM path there
     assert cuda == {"float32", "float16"}  # a GPU serves in bfloat16
+
+
+def test_time_call_can_time_each_call_after_idle_time() -> None:
+    # The trainer's forward (`ref`) runs once per step after the trainer idled; back-to-back
+    # calls hide what that costs, so its benchmark times one call after each idle gap.
+    calls: list[float] = []
+    _, _, _, n = timing.time_call(lambda: calls.append(time.perf_counter()), "cpu",
+                                  warmup=1, reps=3, idle_s=0.03)
+    assert n == 3 and len(calls) == 4  # one warm-up call, then one call per sample
+    assert all(b - a >= 0.03 for a, b in itertools.pairwise(calls))
+
+
+def test_trainer_batches_are_long_tailed_at_the_grid_length() -> None:
+    import statistics
+
+    import torch
+
+    from calibration.benchmarks import live_trainer
+    from calibration.live.model import LMConfig
+
+    cfg = LMConfig(vocab=48)
+    batch = live_trainer._batch(2048, 24, cfg, torch.Generator().manual_seed(0))
+    lens = [len(t.ids) for t in batch]
+    assert sum(lens) >= 2048
+    assert sum(n * n for n in lens) / sum(lens) == pytest.approx(24, rel=0.15)
+    assert max(lens) > 1.8 * statistics.median(lens)  # a tail, as the job's batches have

@@ -213,3 +213,37 @@ def test_only_engine_points_leave_trainer_defaults() -> None:
         DEFAULTS["train_mfu"] * best_gemm_flops(ms), rel=0.1)
     assert prof.decode_overhead_s == pytest.approx(TRUE_PROFILE.decode_overhead_s, rel=0.02)
     assert not set(TRAINER_BENCHES) & set(report)
+
+
+def test_engine_overheads_come_from_the_running_engine_when_its_trace_is_there() -> None:
+    """Repeated one-state microbenchmarks run faster than the same shapes inside a running
+    engine (warm caches, a reused allocator); the simulator prices a running engine, so
+    with enough `engine_trace` points the overheads are the trace's, not a compromise."""
+    import numpy as np
+
+    from calibration.fit import MIN_TRACE_POINTS
+
+    running = TRUE_PROFILE.model_copy(update={
+        "decode_overhead_s": 2.5 * TRUE_PROFILE.decode_overhead_s,
+        "decode_overhead_per_seq_s": 2.0 * TRUE_PROFILE.decode_overhead_per_seq_s,
+        "prefill_overhead_s": 1.5 * TRUE_PROFILE.prefill_overhead_s})
+    rng = np.random.default_rng(0)
+    trace = []
+    for _ in range(2 * MIN_TRACE_POINTS):
+        decode = int(rng.integers(0, 33))
+        prefill = [int(n) for n in rng.integers(4, 200, size=int(rng.integers(0, 4)))]
+        if decode == 0 and not prefill:
+            decode = 1
+        params = {"decode": decode, "kv_tokens": decode * int(rng.integers(16, 400)),
+                  "prefill": ",".join(map(str, prefill)), **MODEL_DIMS}
+        t = predict("engine_trace", params, running, TRUE_DEVICE)
+        trace.append(Measurement(bench="engine_trace", params=params, median_s=t, p10_s=t,
+                                 p90_s=t, reps=1))
+    micro = make_set(noise=0.0, seed=1, whole=True)  # the microbenchmarks: warm, faster
+    prof, _ = fit_profile(micro.model_copy(update={
+        "measurements": [*micro.measurements, *trace]}))
+    for name in ("decode_overhead_s", "decode_overhead_per_seq_s", "prefill_overhead_s"):
+        assert getattr(prof, name) == pytest.approx(getattr(running, name), rel=0.02), name
+    assert prof.device is not None
+    priced = sum(predict("engine_trace", m.params, prof, prof.device) for m in trace)
+    assert priced == pytest.approx(sum(m.median_s for m in trace), rel=0.01)

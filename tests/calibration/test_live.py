@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from calibration.live.engine import Engine, GenRequest  # noqa: E402
 from calibration.live.model import LMConfig, TinyLM  # noqa: E402
 from calibration.live.sandbox import SandboxEnv  # noqa: E402
 from calibration.live.tokenizer import BOS, EOS, Tokenizer  # noqa: E402
+from rlsim.trace import CONTROLLER, Recorder  # noqa: E402
 
 TOK = Tokenizer()
 SMALL = LMConfig(vocab=TOK.vocab_size, hidden=32, layers=2, heads=2, ffn=64, max_positions=64)
@@ -272,6 +274,14 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
     scen = (tmp_path / "async-0" / "scenario.yaml").read_text()
     assert "name: async" in scen and "alpha: 1" in scen and "partial_rollout: true" in scen
     assert "speedup_one_off" in data and "speedup_async" in data
+    assert data["placement"]  # which core each role ran on, or "not pinned"
+    for mode in ("sync", "one_off", "async"):
+        r = data["modes"][mode]
+        assert r["live_step_s_min"] <= r["live_step_s"] <= r["live_step_s_max"]
+        assert r["whole_run"]["live_step_s"] > 0 and r["whole_run"]["sim_step_s"] > 0
+        live_json = json.loads((tmp_path / f"{mode}-0" / "live.json").read_text())
+        assert len(live_json["iterations"]) == data["modes"][mode]["engine_iterations"][
+            "iterations"]
     text = table(data)
     assert "one_off" in text and "weight_sync" in text
     md = markdown(v, 1.0)
@@ -315,3 +325,96 @@ def test_async_live_run_trains_every_sample_once_within_staleness() -> None:
     assert result.iterations and result.gen_iterations >= len(result.iterations)
     assert policy_dict(result) == {"name": "async", "placement": "disaggregated",
                                    "asynchronous": {"alpha": 1, "partial_rollout": True}}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and two cores")
+def test_live_run_pins_each_role_to_its_core_and_restores_the_caller() -> None:
+    from calibration.live.cores import placement
+    from calibration.live.runner import LiveConfig, run_live
+
+    before = os.sched_getaffinity(0)
+    place = placement()
+    assert place is not None
+    torch.manual_seed(0)
+    lm = replace(SMALL, max_positions=40)
+    cfg = LiveConfig(mode="sync", steps=1, prompts_per_step=2, samples_per_prompt=2,
+                     max_running=4, max_response_len=6, max_len=40, reward_workers=1,
+                     env_workers=1, lm=lm)
+    result = run_live(cfg, TinyLM(lm).state_dict())
+    assert os.sched_getaffinity(0) == before
+    assert set(result.cores["trainer"]) == place.trainer
+    assert set(result.cores["rollout"]) == place.rollout
+    assert set(result.cores["rollout_helpers"]) == place.helpers  # environment workers
+    assert set(result.cores["reward_pool"]) == place.helpers
+    if hasattr(os, "SCHED_IDLE"):
+        # Sharing the devices' cores, the helpers run only in the time they leave idle.
+        assert result.cores["rollout_helpers_idle"] == [int(place.helpers_idle)] * 1
+    loose = run_live(replace(cfg, pin=False), TinyLM(lm).state_dict())
+    assert set(loose.cores["rollout"]) == before
+
+
+def _recorder(step_s: list[float]) -> Recorder:
+    rec = Recorder()
+    t = 0.0
+    for step, dt in enumerate(step_s):
+        rec.span(CONTROLLER, "gen", t, t + dt / 2, step=step)
+        rec.span(CONTROLLER, "step", t, t + dt, step=step)
+        t += dt
+    return rec
+
+
+def test_phase_means_leave_out_the_warm_up_steps_when_asked() -> None:
+    from calibration.live.validate import phase_means
+
+    rec = _recorder([5.0, 1.0, 2.0])
+    assert phase_means(rec)["step"] == pytest.approx(8.0 / 3)
+    assert phase_means(rec, 1) == pytest.approx({"step": 1.5, "gen": 0.75})
+    assert phase_means(_recorder([5.0]), 1)["step"] == 5.0  # nothing left: the whole run
+
+
+def test_repeats_are_compared_by_their_medians_with_the_spread() -> None:
+    from calibration.live.validate import ModeRun, Validation, plan
+
+    def run(live_step: float, sim_step: float) -> ModeRun:
+        return ModeRun({"step": live_step, "gen": live_step / 2},
+                       {"step": sim_step, "gen": sim_step / 2}, [0.5], "x",
+                       live_whole_step_s=live_step * 1.1, sim_whole_step_s=sim_step)
+
+    v = Validation(plan(("sync",), True), "profile.json")
+    # One repeat disturbed by a neighbour (3.0 s): it moves a mean by 40%, not the median.
+    v.runs["sync"] = [run(1.0, 0.95), run(3.0, 0.97), run(1.1, 0.96)]
+    r = v.as_json()["modes"]["sync"]
+    assert r["live_step_s"] == 1.1 and r["sim_step_s"] == 0.96
+    assert r["error"] == pytest.approx(0.96 / 1.1 - 1)
+    assert (r["live_step_s_min"], r["live_step_s_max"]) == (1.0, 3.0)
+    assert r["phases"]["gen"]["live_s"] == 0.55
+    assert (r["phases"]["gen"]["live_min_s"], r["phases"]["gen"]["live_max_s"]) == (0.5, 1.5)
+    assert r["whole_run"]["live_step_s"] == pytest.approx(1.21)
+    assert r["repeats"] == 3 and len(r["error_each"]) == 3
+
+
+def test_one_engine_serves_every_step_with_the_results_of_a_fresh_one() -> None:
+    # The rollout process keeps one engine (its KV cache allocated once, as a serving
+    # engine's); whatever an earlier step left in the cache must not change a later step.
+    from calibration.live.rollout import Generator
+
+    torch.manual_seed(0)
+    lm = replace(SMALL, max_positions=40)
+    model = TinyLM(lm)
+    model.requires_grad_(False)
+    problems = tasks.draw_batch(0, 1, 4)
+
+    def run(gen: Generator, seed: int) -> list[list[list[int]]]:
+        return [[t.response for t in s.turns] for s in gen.generate(problems, 2, seed=seed)]
+
+    kept = Generator(model, TOK, 4, 40, 6, 2, 1)
+    fresh = Generator(model, TOK, 4, 40, 6, 2, 1)
+    try:
+        engine = kept.engine
+        run(kept, seed=1)  # leaves its sequences' KV behind in the cache
+        assert kept.engine is engine
+        assert run(kept, seed=7) == run(fresh, seed=7)
+    finally:
+        kept.close()
+        fresh.close()
