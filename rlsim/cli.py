@@ -11,10 +11,12 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.exceptions import TyperException
 
 from rlsim.config.errors import ScenarioError
 
@@ -22,6 +24,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Discrete-event simulator of LLM RL post-training clusters.")
 
 REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from rlsim import __version__
+
+        typer.echo(f"rlsim {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_version,
+        help="Print the version and exit.")] = False) -> None:
+    """Discrete-event simulator of LLM RL post-training clusters."""
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -39,33 +56,90 @@ def _default_scenario() -> Path:
 
 
 class _ProgressBar:
-    """A step progress bar on stderr that appears only once a run has taken ~2 s."""
+    """Step progress of one run on stderr, shown only once the run has taken ~2 s.
 
-    def __init__(self, label: str, enabled: bool = True) -> None:
+    On a terminal: a rich bar (step k/N, elapsed, ETA) started by a timer, so it appears
+    even while the first step is still simulating, and refreshed by rich's own thread, so
+    the clocks tick between steps. Elsewhere (a log, a pipe): a plain line at the first
+    step after ~2 s, then at most one every PLAIN_EVERY_S, and one at the end.
+    """
+
+    DELAY_S = 2.0
+    PLAIN_EVERY_S = 30.0
+
+    def __init__(self, label: str, total: int, enabled: bool = True,
+                 stream: Any = None) -> None:
+        import threading
+
         self.label = label
+        self.total = total
+        self.done = 0
         self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.t0 = time.perf_counter()
-        self.shown = False
-        self.tty = sys.stderr.isatty()
+        self._last_line: float | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._live: Any = None
+        self._task: Any = None
+        self._timer = threading.Timer(self.DELAY_S, self._show)
+        self._timer.daemon = True
+        if enabled and self.tty:
+            self._timer.start()
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or time.perf_counter() - self.t0 < 2.0:
+        self.done, self.total = done, total
+        if not self.enabled:
             return
-        width = 30
-        fill = int(width * done / max(total, 1))
-        bar = "#" * fill + "-" * (width - fill)
-        line = f"{self.label} [{bar}] step {done}/{total}"
+        now = time.perf_counter()
         if self.tty:
-            sys.stderr.write("\r" + line)
-        elif done == total or done % max(total // 4, 1) == 0:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        self.shown = True
+            with self._lock:
+                if self._live is not None:
+                    self._live.update(self._task, completed=done, total=total)
+        elif now - self.t0 >= self.DELAY_S and (
+                done == total or self._last_line is None
+                or now - self._last_line >= self.PLAIN_EVERY_S):
+            self._last_line = now
+            elapsed = now - self.t0
+            eta = f", ETA {elapsed / done * (total - done):.0f} s" if 0 < done < total else ""
+            self.stream.write(f"{self.label}: step {done}/{total}, {elapsed:.0f} s{eta}\n")
+            self.stream.flush()
+
+    def _show(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        with self._lock:
+            if self._closed:
+                return
+            self._live = Progress(
+                TextColumn("{task.description}"), BarColumn(), TextColumn("step"),
+                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                TimeRemainingColumn(), console=Console(file=self.stream),
+                refresh_per_second=2, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+            self._task = self._live.add_task(self.label, total=self.total,
+                                              completed=self.done)
+
+    def where(self) -> str:
+        """Where the run stopped: the step it was in."""
+        return f"step {min(self.done + 1, self.total)} of {self.total}"
 
     def close(self) -> None:
-        if self.shown and self.tty:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self._timer.cancel()
+        with self._lock:
+            self._closed = True
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
 
 
 def _overrides(values: list[str] | None) -> list[str]:
@@ -77,26 +151,71 @@ def _overrides(values: list[str] | None) -> list[str]:
     return out
 
 
-def _run_one(path: Path, overrides: list[str], label: str, show_progress: bool) -> Any:
-    from rlsim.api import simulate_file
+def _load_checked(path: Path, overrides: list[str], allow_large: bool) -> Any:
+    """A scenario loaded and within the run-size limits (`rlsim.config.limits`)."""
+    from rlsim.config.limits import check_work
+    from rlsim.config.loading import load_scenario
 
-    bar = _ProgressBar(label, show_progress)
+    scenario, base = load_scenario(path, overrides)
     try:
-        return simulate_file(path, overrides, bar)
+        check_work(scenario, allow_large)
+    except ScenarioError as err:
+        raise ScenarioError(err.field, err.message, str(path)) from None
+    return scenario, base
+
+
+def _run_one(path: Path, overrides: list[str], label: str, show_progress: bool,
+             allow_large: bool = False) -> Any:
+    """One run, with its progress bar; a Ctrl-C raises `_Stopped` holding the partial
+    result and where it stopped."""
+    from rlsim.api import RunInterrupted, simulate
+
+    scenario, base = _load_checked(path, overrides, allow_large)
+    bar = _ProgressBar(label, scenario.steps, show_progress)
+    try:
+        return simulate(scenario, base, bar)
+    except RunInterrupted as err:
+        raise _Stopped(err.result, f"{label} at {bar.where()} (simulated time "
+                       f"{err.sim_time_s:.1f} s)") from None
     finally:
         bar.close()
+
+
+class _Stopped(Exception):
+    """Ctrl-C during a run: the partial `result` and a description of where it stopped."""
+
+    def __init__(self, result: Any, where: str) -> None:
+        super().__init__(where)
+        self.result = result
+        self.where = where
+
+
+def _check_out(out: Path | None, force: bool) -> None:
+    """Refuse an --out that would mix a new run with what is there, unless --force."""
+    if out is None or not out.exists():
+        return
+    if not out.is_dir():
+        _fail(f"--out: {out} exists and is not a folder; give a new folder")
+    if not any(out.iterdir()):
+        return
+    what = "holds a run (summary.json)" if (out / "summary.json").exists() else "is not empty"
+    if not force:
+        _fail(f"--out: {out} {what}; give a new folder, or --force to replace its run files")
+    # The old run must not look complete while the new one is written: summary.json marks
+    # a complete run folder (write_run_folder writes it last), here and in run subfolders.
+    for marker in (out / "summary.json", *out.glob("*/summary.json")):
+        marker.unlink(missing_ok=True)
 
 
 def _fleet_file(path: Path) -> bool:
     """Whether `path` holds a multi-job (`kind: fleet`) scenario; False when unreadable
     (the single-job loader then reports what is wrong with it)."""
-    import yaml
-
     from rlsim.config.fleet_loading import is_fleet
+    from rlsim.config.loading import read_yaml_file
 
     try:
-        return is_fleet(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return is_fleet(read_yaml_file(path))
+    except ScenarioError:
         return False
 
 
@@ -104,18 +223,23 @@ def _run_fleet(path: Path, overrides: list[str]) -> Any:
     from rlsim.config.fleet_loading import load_fleet
     from rlsim.fleet import simulate_fleet
 
+    scenario, base = load_fleet(path, overrides)  # a bad file is its one error line
     typer.echo(f"{path.stem}: profiling job shapes and simulating the fleet...", err=True)
-    scenario, base = load_fleet(path, overrides)
     return simulate_fleet(scenario, base)
 
 
 def _format_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
+    """Steady-state figures side by side (summary.json's headline keys), speedups against
+    the first run on step time, samples/s and tokens/s."""
+    from rlsim.report.metrics import ASYNC_GEN
     from rlsim.report.text import aligned
 
+    wait = any(s.get("policy") == "async" for s in summaries)
     rows = [
         ("step time mean (s)", lambda s: f"{s['step_time_s']['mean']:.1f}"),
         ("step time p99 (s)", lambda s: f"{s['step_time_s']['p99']:.1f}"),
-        ("gen (s/step)", lambda s: f"{s['phase_time_s']['gen']:.1f}"),
+        (f"gen (s/step; {ASYNC_GEN})" if wait else "gen (s/step)",
+         lambda s: f"{s['phase_time_s']['gen']:.1f}"),
         ("reward (s/step)", lambda s: f"{s['phase_time_s']['reward']:.1f}"),
         ("ref (s/step)", lambda s: f"{s['phase_time_s']['ref']:.1f}"),
         ("train (s/step)", lambda s: f"{s['phase_time_s']['train']:.1f}"),
@@ -123,23 +247,49 @@ def _format_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
         ("switch (s/step)", lambda s: f"{s['phase_time_s']['switch']:.2f}"),
         ("samples/s", lambda s: f"{s['throughput']['samples_per_s']:.2f}"),
         ("tokens/s", lambda s: f"{s['throughput']['tokens_per_s']:.0f}"),
+        ("response tokens/s", lambda s: f"{s['throughput']['response_tokens_per_s']:.0f}"),
+        ("response tokens/sample",
+         lambda s: f"{s['throughput']['response_tokens_per_sample']:.0f}"),
         ("GPU util", lambda s: " ".join(f"{k}={v:.0%}" for k, v in s["gpu_util"].items())),
         ("$/1k samples", lambda s: f"{s['cost']['usd_per_1k_samples']:.2f}"),
         ("staleness mean", lambda s: f"{s['staleness']['mean']:.2f}"),
         ("events", lambda s: f"{s['events']}"),
         ("wall (s)", lambda s: f"{s['wall_s']:.2f}"),
     ]
+    if len(summaries) == 1:  # a run alone has nothing to be faster than
+        return aligned([["metric", *names]] + [[label, fn(summaries[0])] for label, fn in rows])
     base = summaries[0]["step_time_s"]["mean"]
-    rows.append(("speedup vs first", lambda s: f"{base / s['step_time_s']['mean']:.2f}x"
+    rows.append(("speedup vs first (step time)",
+                 lambda s: f"{base / s['step_time_s']['mean']:.2f}x"
                  if s["step_time_s"]["mean"] else "-"))
+
+    def ratio(key: str) -> Callable[[dict[str, Any]], str]:
+        first = summaries[0]["throughput"][key]
+        return lambda s: f"{s['throughput'][key] / first:.2f}x" if first else "-"
+
+    rows += [("  on samples/s", ratio("samples_per_s")), ("  on tokens/s", ratio("tokens_per_s"))]
     table = [["metric", *names]] + [[label, *(fn(s) for s in summaries)] for label, fn in rows]
     return aligned(table)
+
+
+def _print_warnings(summaries: list[dict[str, Any]], names: list[str]) -> None:
+    """Each run's `summary.warnings` on stderr, after its table: figures the run's end
+    state biases (docs/metrics.md, "Warnings")."""
+    for summary, name in zip(summaries, names, strict=True):
+        for warning in summary.get("warnings") or []:
+            typer.echo(f"rlsim: warning: {name}: {warning}", err=True)
 
 
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="Override a field: dotted.path=value (repeatable; commas separate several).")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for the run's outputs.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout.")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Write into an --out folder that is not empty (its run files are "
+    "replaced).")]
+AllowLargeOpt = Annotated[bool, typer.Option(
+    "--allow-large", help="Run even when the estimated work is over the run-size limits "
+    "(about 1 h or 8 GiB; docs/design.md).")]
 
 
 @app.command()
@@ -149,11 +299,14 @@ def run(
     set_: SetOpt = None,
     out: OutOpt = None,
     as_json: JsonOpt = False,
+    force: ForceOpt = False,
+    allow_large: AllowLargeOpt = False,
 ) -> None:
     """Simulate one scenario and print its summary."""
     from rlsim.api import write_run
 
     path = scenario or _default_scenario()
+    _check_out(out, force)
     if _fleet_file(path):
         from rlsim.fleet.outputs import format_fleet_table, write_fleet_run
 
@@ -163,7 +316,10 @@ def run(
             write_fleet_run(fleet, out)
         table = format_fleet_table
     else:
-        result = _run_one(path, _overrides(set_), path.stem, True)
+        try:
+            result = _run_one(path, _overrides(set_), path.stem, True, allow_large)
+        except _Stopped as stop:
+            _interrupted(stop, out)
         summary, name = result.summary, result.scenario.name
         if out is not None:
             write_run(result, out)
@@ -172,9 +328,22 @@ def run(
         typer.echo(json.dumps(summary))
         return
     typer.echo(table([summary], [name]))
+    _print_warnings([summary], [name])
     if out is not None:
         typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "
                    "trace.json, scenario.resolved.yaml)")
+
+
+def _interrupted(stop: _Stopped, out: Path | None) -> NoReturn:
+    """Ctrl-C in a run: say where it stopped, write the partial run to `out`, exit 130."""
+    from rlsim.api import write_run
+
+    typer.echo(f"rlsim: interrupted: {stop.where}", err=True)
+    if out is not None:
+        write_run(stop.result, out)
+        typer.echo(f"rlsim: wrote the partial run (summary.json has \"partial\": true) to "
+                   f"{out}/", err=True)
+    raise typer.Exit(130)
 
 
 @app.command()
@@ -186,6 +355,8 @@ def compare(
         "(repeatable), e.g. --variant policy.placement=disaggregated.")] = None,
     out: OutOpt = None,
     as_json: JsonOpt = False,
+    force: ForceOpt = False,
+    allow_large: AllowLargeOpt = False,
 ) -> None:
     """Simulate several scenarios (or variants of one) and print them side by side."""
     from rlsim.api import compare as compare_runs
@@ -198,6 +369,7 @@ def compare(
             extra = _overrides([v]) if v else []
             label = path.stem + (f"[{v}]" if v else "")
             plans.append((path, common + extra, label))
+    _check_out(out, force)
     fleets = [_fleet_file(p) for p, _, _ in plans]
     if any(fleets):
         if not all(fleets):
@@ -205,22 +377,64 @@ def compare(
                   "not both")
         _compare_fleets(plans, out, as_json)
         return
-    results = [_run_one(p, o, label, True) for p, o, label in plans]
+    for p, o, _ in plans:  # every run is valid and within the limits before any starts
+        _load_checked(p, o, allow_large)
+    results = []
+    stopped: _Stopped | None = None
+    for p, o, label in plans:
+        try:
+            results.append(_run_one(p, o, label, True, allow_large))
+        except _Stopped as stop:
+            stopped = stop  # the finished runs are still printed and written
+            break
+    if stopped is not None:
+        typer.echo(f"rlsim: interrupted: {stopped.where}; {len(results)} of {len(plans)} "
+                   "runs finished" + (" (shown below)" if results else ""), err=True)
+        if not results:
+            raise typer.Exit(130)
+        plans = plans[:len(results)]
     names = []
     for i, (res, (_, o, _)) in enumerate(zip(results, plans, strict=True)):
         short = ",".join(x.split("=", 1)[1] for x in o if x not in common) if variant else ""
         names.append(short or res.scenario.name or f"run{i}")
     if out is not None:
-        for i, res in enumerate(results):
-            write_run(res, out / f"{i}-{_slug(names[i])}", name=names[i])
-        write_comparison_report(results, names, out / "report.html")
+        from rlsim.report.rundata import write_compare_manifest
+
+        dirs, js = _compare_folder(out, names)
+        for res, sub, name in zip(results, dirs, names, strict=True):
+            write_run(res, out / sub, name=name, plotly_src=f"../{js}")
+        write_comparison_report(results, names, out / "report.html", js)
+        write_compare_manifest(out, "runs", list(zip(dirs, names, strict=True)))
     if as_json:
         typer.echo(json.dumps(compare_runs(results)))
+        if stopped is not None:
+            raise typer.Exit(130)
         return
-    typer.echo(_format_table([r.summary for r in results], names))
+    from rlsim.report.metrics import compare_notes
+
+    summaries = [r.summary for r in results]
+    typer.echo(_format_table(summaries, names))
+    for note in compare_notes(summaries, names):
+        typer.echo(f"\nnote: {note}")
+    _print_warnings(summaries, names)
     if out is not None:
         typer.echo(f"\nwrote {len(results)} run folders and the comparison "
                    f"{out / 'report.html'} under {out}/")
+    if stopped is not None:
+        raise typer.Exit(130)
+
+
+def _compare_folder(out: Path, names: list[str]) -> tuple[list[str], str]:
+    """Start a compare folder: its run folders' names (<i>-<name>) and the one copy of
+    plotly.js that all its reports load (instead of about 5 MB embedded in each)."""
+    from rlsim.report.page import write_shared_plotly
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        js = write_shared_plotly(out)
+    except OSError as err:
+        _fail(f"--out: cannot write compare folder {str(out)!r}: {err.strerror or err}")
+    return [f"{i}-{_slug(n)}" for i, n in enumerate(names)], js
 
 
 def _compare_fleets(plans: list[tuple[Path, list[str], str]], out: Path | None,
@@ -230,8 +444,15 @@ def _compare_fleets(plans: list[tuple[Path, list[str], str]], out: Path | None,
     results = [_run_fleet(p, o) for p, o, _ in plans]
     names = [label for _, _, label in plans]
     if out is not None:
-        for i, res in enumerate(results):
-            write_fleet_run(res, out / f"{i}-{_slug(names[i])}", name=names[i])
+        from rlsim.report.fleet import write_fleet_comparison
+        from rlsim.report.rundata import write_compare_manifest
+
+        dirs, js = _compare_folder(out, names)
+        for res, sub, name in zip(results, dirs, names, strict=True):
+            write_fleet_run(res, out / sub, name=name, plotly_src=f"../{js}")
+        write_fleet_comparison(names, [r.summary for r in results],
+                               [r.recorder for r in results], out / "report.html", js)
+        write_compare_manifest(out, "fleets", list(zip(dirs, names, strict=True)))
     summaries = [r.summary for r in results]
     if as_json:
         base = summaries[0]["cost"]["samples_per_usd"]
@@ -242,21 +463,23 @@ def _compare_fleets(plans: list[tuple[Path, list[str], str]], out: Path | None,
         return
     typer.echo(format_fleet_table(summaries, names))
     if out is not None:
-        typer.echo(f"\nwrote {len(results)} run folders under {out}/")
+        typer.echo(f"\nwrote {len(results)} run folders and the comparison "
+                   f"{out / 'report.html'} under {out}/")
 
 
 @app.command()
 def report(
     dirs: Annotated[list[Path], typer.Argument(
         help="Run folders (rlsim run/compare --out), compared side by side with ratios "
-        "against the first; or one sweep folder (rlsim sweep --out).")],
+        "against the first; or one compare folder (rlsim compare --out: its runs in their "
+        "order and names); or one sweep folder (rlsim sweep --out).")],
     out: Annotated[Path | None, typer.Option(
-        "--out", help="HTML file to write; default report.html in the run or sweep folder "
-        "(in the runs' common parent folder for several runs).")] = None,
+        "--out", help="HTML file to write; default report.html in the run, compare or sweep "
+        "folder (in the runs' common parent folder for several runs).")] = None,
 ) -> None:
-    """Write the HTML report (plotly, opens offline) of saved runs or of a sweep."""
+    """Write the HTML report (plotly, opens offline) of saved runs, a compare or a sweep."""
     from rlsim.report.html import write_report
-    from rlsim.report.rundata import is_run_dir, load_run
+    from rlsim.report.rundata import compare_runs, is_compare_dir, is_run_dir, load_run
     from rlsim.report.sweep_report import is_sweep_dir, write_sweep_report
 
     for d in dirs:
@@ -278,41 +501,82 @@ def report(
             write_sweep_report(dirs[0], target)
         except OSError as err:
             _fail(f"--out: cannot write {target}: {err.strerror or err}")
+    elif any(is_compare_dir(d) for d in dirs):
+        if len(dirs) > 1:
+            _fail("RUN_DIR: a compare folder is reported on its own; give one compare "
+                  "folder or only run folders")
+        entries = compare_runs(dirs[0])
+        for sub, _ in entries:
+            if not is_run_dir(sub):
+                _fail(f"RUN_DIR: {sub} (a run of the compare folder {dirs[0]}) has no "
+                      "summary.json; run `rlsim compare ... --out DIR` again")
+        target = out or dirs[0] / "report.html"
+        fleets = [_fleet_file(sub / "scenario.resolved.yaml") for sub, _ in entries]
+        if any(fleets):
+            _fleet_report([sub for sub, _ in entries], fleets, target,
+                          [name for _, name in entries])
+            return
+        try:
+            write_report([load_run(sub, name) for sub, name in entries], target,
+                         _shared_plotly(target))
+        except OSError as err:
+            _fail(f"--out: cannot write {target}: {err.strerror or err}")
     else:
         for d in dirs:
             if not is_run_dir(d):
                 _fail(f"RUN_DIR: {d} has no summary.json: not a complete rlsim run folder; "
                       "run `rlsim run ... --out DIR` first")
-        fleets = [_fleet_file(d / "scenario.resolved.yaml") for d in dirs]
-        if any(fleets):
-            _fleet_report(dirs, fleets, out)
-            return
-        runs = [load_run(d) for d in dirs]
         parents = {d.resolve().parent for d in dirs}
         target = out or (dirs[0] / "report.html" if len(dirs) == 1 else
                          (parents.pop() if len(parents) == 1 else Path.cwd()) / "report.html")
+        fleets = [_fleet_file(d / "scenario.resolved.yaml") for d in dirs]
+        if any(fleets):
+            _fleet_report(dirs, fleets, target, [None] * len(dirs))
+            return
+        runs = [load_run(d) for d in dirs]
         try:
-            write_report(runs, target)
+            write_report(runs, target, _shared_plotly(target))
         except OSError as err:
             _fail(f"--out: cannot write {target}: {err.strerror or err}")
     typer.echo(f"wrote {target}")
 
 
-def _fleet_report(dirs: list[Path], fleets: list[bool], out: Path | None) -> None:
-    """A saved fleet run's report (one folder: fleet reports are not compared yet)."""
+def _shared_plotly(target: Path) -> str | None:
+    """Where a page written at `target` loads plotly.js from: the shared copy of the compare
+    folder it is written in (or in one of whose run folders), written there if missing;
+    None, plotly.js inline, anywhere else."""
+    from rlsim.report.page import write_shared_plotly
+    from rlsim.report.rundata import COMPARE_MANIFEST, is_run_dir
+
+    folder = target.resolve().parent
+    if (folder / COMPARE_MANIFEST).is_file():
+        return write_shared_plotly(folder)
+    if is_run_dir(folder) and (folder.parent / COMPARE_MANIFEST).is_file():
+        return "../" + write_shared_plotly(folder.parent)
+    return None
+
+
+def _fleet_report(dirs: list[Path], fleets: list[bool], target: Path,
+                  names: list[str | None]) -> None:
+    """A saved fleet run's report, or the comparison of several fleet runs."""
     import json as json_
 
-    from rlsim.report.fleet import write_fleet_report
+    from rlsim.report.fleet import write_fleet_comparison, write_fleet_report
+    from rlsim.report.rundata import compare_name
     from rlsim.trace.sinks import read_parquet
 
-    if len(dirs) > 1 or not all(fleets):
-        _fail("RUN_DIR: a fleet run folder is reported on its own; compare fleets with "
-              "`rlsim compare FLEET.yaml ...`")
-    summary = json_.loads((dirs[0] / "summary.json").read_text())
-    target = out or dirs[0] / "report.html"
+    if not all(fleets):
+        _fail("RUN_DIR: fleet run folders are reported on their own, not with single-job "
+              "runs; give only fleet run folders")
+    labels = [n or compare_name(d) or d.resolve().name for n, d in zip(names, dirs, strict=True)]
+    summaries = [json_.loads((d / "summary.json").read_text()) for d in dirs]
+    recs = [read_parquet(d / "records.parquet") for d in dirs]
     try:
-        write_fleet_report(dirs[0].resolve().name, summary,
-                           read_parquet(dirs[0] / "records.parquet"), target)
+        src = _shared_plotly(target)
+        if len(dirs) == 1:
+            write_fleet_report(labels[0], summaries[0], recs[0], target, src)
+        else:
+            write_fleet_comparison(labels, summaries, recs, target, src)
     except OSError as err:
         _fail(f"--out: cannot write {target}: {err.strerror or err}")
     typer.echo(f"wrote {target}")
@@ -348,32 +612,43 @@ def sweep(
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the sweep in --out: run only its unfinished points.")]
         = False,
+    max_points: Annotated[int, typer.Option(
+        "--max-points", help="Refuse a sweep of more points than this.")]
+        = 10_000,
+    allow_large: AllowLargeOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run one scenario over a grid (and random points) of field values, in parallel."""
-    from rlsim.sweep import PointFailed, build_spec, check_executor, run_sweep
-    from rlsim.sweep.display import ProgressBar, summary_lines
+    # Exit 0: every point gave metrics; 1: some failed (listed, the others kept); 2: bad
+    # input; 130: interrupted (partial; --resume continues). docs/sweeps.md.
+    from rlsim.sweep import build_spec, check_executor, run_sweep
+    from rlsim.sweep.display import ProgressBar, failure_lines, summary_lines
 
     check_executor(executor, jobs, address)
     if _fleet_file(scenario):
         _fail(f"{scenario}: sweeps of fleet (kind: fleet) scenarios are not supported yet; "
               "compare variants with `rlsim compare FLEET.yaml --variant key=value ...`")
     spec, ctx = build_spec(scenario, _overrides(set_), grid or [], random, range_ or [], reps)
-    try:
-        outcome = run_sweep(spec, ctx, out, executor=executor, jobs=jobs, address=address,
-                            resume=resume, progress=ProgressBar())
-    except PointFailed as err:
-        _fail(f"sweep: {err}; finished points are kept: rerun with --resume", code=1)
-    if not outcome.interrupted:
-        for line in summary_lines(outcome, spec.keys):
-            typer.echo(line, err=True)
+    outcome = run_sweep(spec, ctx, out, executor=executor, jobs=jobs, address=address,
+                        resume=resume, progress=ProgressBar(), max_points=max_points,
+                        allow_large=allow_large)
+    for line in [*summary_lines(outcome, spec.keys, spec.overrides), *failure_lines(outcome)]:
+        typer.echo(line, err=True)
+    failures = outcome.failures()
     if as_json:
         typer.echo(json.dumps({"out": str(out), "points": outcome.points, "done": outcome.done,
-                               "failed": outcome.failed, "interrupted": outcome.interrupted}))
+                               "failed": len(failures), "interrupted": outcome.interrupted,
+                               "partial": outcome.partial,
+                               "failures": [f.line() for f in failures]}))
     if outcome.interrupted:
-        typer.echo(f"interrupted: {outcome.done} of {outcome.points} points done; resume "
-                   "with --resume", err=True)
+        typer.echo(f"interrupted: {outcome.done} of {outcome.points} points done, sweep "
+                   "partial; resume with --resume", err=True)
         raise typer.Exit(130)
+    if failures:
+        rerun = (f"; {len(outcome.crashed)} point(s) raised: fix, then rerun with --resume"
+                 if outcome.crashed else "")
+        _fail(f"sweep: {len(failures)} of {outcome.points} points failed (listed above); "
+              f"the others are kept in {out}{rerun}", code=1)
 
 
 @app.command()
@@ -384,11 +659,18 @@ def estimate(
     batch: Annotated[int, typer.Option(help="Sequences decoding one token each.")] = 1,
     context: Annotated[int, typer.Option(help="Context tokens of each sequence.")] = 0,
     prefill_tokens: Annotated[int, typer.Option(help="Prefill tokens in the step.")] = 0,
+    gpu_memory_utilization: Annotated[float, typer.Option(
+        help="Fraction of GPU memory the engine may use (as rollout.gpu_memory_utilization)."
+    )] = 0.9,
     as_json: JsonOpt = False,
 ) -> None:
-    """Price one engine iteration: seconds by component."""
+    """Price one engine iteration: seconds by component, tokens/s, KV capacity, largest batch.
+
+    A configuration `rlsim run` would refuse (weights that do not fit, a context beyond the
+    model's, a batch beyond the KV cache) fails here the same way (exit 2)."""
     from rlsim.config.hardware import lookup_gpu
-    from rlsim.cost.estimate import estimate as estimate_step
+    from rlsim.cost.estimate import engine_estimate
+    from rlsim.cost.fit import FitError
 
     try:
         gspec = lookup_gpu(gpu)
@@ -401,40 +683,38 @@ def estimate(
             _fail(f"{name}: must be >= 0, got {value}")
     if batch == 0 and prefill_tokens == 0:
         _fail("--batch: give --batch >= 1 or --prefill-tokens >= 1")
+    if not 0.0 < gpu_memory_utilization <= 1.0:
+        _fail(f"--gpu-memory-utilization: must be in (0, 1], got {gpu_memory_utilization}")
     try:
-        result = estimate_step(gspec, mspec, tp, batch, context, prefill_tokens)
+        result = engine_estimate(gspec, mspec, tp, batch, context, prefill_tokens,
+                                 gpu_memory_utilization=gpu_memory_utilization)
+    except FitError as err:
+        _fail(f"--{err.kind}: {err}")
     except ValueError as err:
-        _fail(str(err))
+        _fail(f"--tp: {err}" if str(err).startswith("tp") else str(err))
     if as_json:
         typer.echo(json.dumps(result))
         return
-    for key, seconds in result.items():
-        typer.echo(f"{key:12s} {seconds * 1e3:10.3f} ms")
+    typer.echo(f"{mspec.name} on {gspec.name}, TP {tp}: {batch} sequences at context "
+               f"{context}, {prefill_tokens} prefill tokens")
+    for key, seconds in result["step_s"].items():
+        typer.echo(f"  {key:12s} {seconds * 1e3:10.3f} ms")
+    typer.echo(f"tokens/s       {result['tokens_per_s_per_engine']:12,.0f} per engine  "
+               f"{result['tokens_per_s_per_gpu']:12,.0f} per GPU")
+    typer.echo(f"KV capacity    {result['kv_capacity_tokens']:12,d} tokens "
+               f"(gpu_memory_utilization {gpu_memory_utilization})")
+    typer.echo(f"largest batch  {result['max_batch_at_context']:12,d} sequences at context "
+               f"{context}")
 
 
 def _model_arg(value: str) -> Any:
-    import yaml
-    from pydantic import ValidationError
+    from rlsim.config.hardware import ModelFileError, is_model_file, load_model_file, lookup_model
 
-    from rlsim.config.hardware import ModelSpec, lookup_model
-    from rlsim.config.loading import format_validation_error
-
-    path = Path(value)
-    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
-        if not path.is_file():
-            _fail(f"--model: file {value!r} not found")
+    if is_model_file(value):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError):
-            _fail(f"--model: {value!r} is not valid YAML/JSON")
-        if not isinstance(data, dict):
-            _fail(f"--model: {value!r} must hold a mapping of architecture fields")
-        data.setdefault("name", path.stem)
-        try:
-            return ModelSpec.model_validate(data)
-        except ValidationError as err:
-            e = format_validation_error(err)
-            _fail(f"--model {value}: {e.field}: {e.message}")
+            return load_model_file(value)
+        except ModelFileError as err:
+            _fail(f"--model: {err}")
     try:
         return lookup_model(value)
     except KeyError as err:
@@ -557,10 +837,11 @@ def validate(
     out: Annotated[Path, typer.Option("--out", help="Folder for the live runs, the profile, "
                                       "the derived scenarios and their simulations.")]
         = Path("runs/validate"),
-    report: Annotated[Path, typer.Option(
-        "--report", help="Markdown report to write.")] = Path("reports/validation.md"),
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="Markdown report to write (default: OUT/validation.md; "
+        "`make validate` passes reports/validation.md, the checked-in one).")] = None,
     repeats: Annotated[int | None, typer.Option(
-        min=1, help="Live runs per mode (default 3, or 1 with --quick).")] = None,
+        min=1, help="Live runs per mode (default 3); the report compares medians.")] = None,
     steps: Annotated[int | None, typer.Option(
         min=1, help="Training steps per live run (default 10, or 4 with --quick).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
@@ -590,7 +871,8 @@ def validate(
         _fail(f"--out: cannot create {str(out)!r}: {err.strerror or err}")
     result = run_validation(p, out, progress)
     text = markdown(result, time.perf_counter() - t0)
-    target = report
+    # Under the output folder unless asked: a checked-in report is rewritten only on request.
+    target = report if report is not None else out / "validation.md"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".partial")
@@ -619,8 +901,9 @@ def list_(what: Annotated[str, typer.Argument(
 
     if what == "gpus":
         for g in GPUS.values():
-            typer.echo(f"{g.name:6s} {g.bf16_tflops:6.0f} TFLOP/s  {g.hbm / 1e9:4.0f} GB  "
-                       f"{g.hbm_bandwidth / 1e12:4.2f} TB/s  ${g.usd_per_gpu_hour:.2f}/h")
+            typer.echo(f"{g.name:6s} {g.bf16_tflops:6.0f} TFLOP/s  {g.hbm / 2**30:6.1f} GiB "
+                       f"({g.hbm / 1e9:5.1f} GB)  {g.hbm_bandwidth / 1e12:4.2f} TB/s  "
+                       f"${g.usd_per_gpu_hour:.2f}/h")
     elif what == "models":
         for m in MODELS.values():
             typer.echo(f"{m.name:14s} {m.params / 1e9:6.2f}B  layers={m.layers} "
@@ -632,24 +915,112 @@ def list_(what: Annotated[str, typer.Argument(
         for name, (_, doc) in POLICIES.items():
             typer.echo(f"{name:{width}s}  {doc}")
     elif what == "scenarios":
+        # model architecture files (*.model.yaml) sit beside the scenarios that use them
         for p in sorted(_scenario_dir().rglob("*.yaml")):
-            typer.echo(str(p))
+            if not p.name.endswith(".model.yaml"):
+                typer.echo(str(p))
     else:
         _fail(f"list: unknown {what!r}; choose scenarios, gpus, models or policies")
 
 
 @app.command()
-def schema(markdown: Annotated[bool, typer.Option(
-        "--markdown", help="Print the field reference as Markdown instead.")] = False) -> None:
-    """Print the scenario JSON Schema (or its Markdown reference)."""
+def schema(
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="Print the field reference as Markdown instead.")] = False,
+    fleet: Annotated[bool, typer.Option(
+        "--fleet", help="The fleet (kind: fleet) scenario's JSON Schema instead of the "
+        "single job's; with --markdown, only the reference's fleet section.")] = False,
+) -> None:
+    """Print the JSON Schema of a scenario file (single job, or --fleet), or the Markdown
+    reference of both kinds."""
     if markdown:
         from rlsim.config.reference import markdown as reference
 
-        typer.echo(reference(), nl=False)
+        text = reference()
+        heading = "\n## Fleet scenarios"
+        if heading not in text:
+            _fail("schema: the reference has no fleet section", code=1)
+        at = text.index(heading)
+        # The whole page (docs/scenario.md is this output) or only its fleet section.
+        typer.echo(text[at + 1:] if fleet else text, nl=False)
         return
+    typer.echo(json.dumps(scenario_json_schema(fleet), indent=2))
+
+
+def scenario_json_schema(fleet: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a scenario file as written: unit strings ('2 s', '80 GiB') where
+    the model takes numbers and, for a fleet, the file's own forms (`templates:` a YAML
+    file, `jobs[].template`, a `trace:`) that loading expands before the model sees them."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    from rlsim.config import units
+    from rlsim.config.fleet import FleetScenario
     from rlsim.config.scenario import Scenario
 
-    typer.echo(json.dumps(Scenario.model_json_schema(), indent=2))
+    examples = {units.parse_duration: "a duration with a unit, e.g. '250 ms', '2 min'",
+                units.parse_size: "a size with a unit, e.g. '80 GiB', '512 MB'",
+                units.parse_bandwidth: "a bandwidth with a unit, e.g. '400 Gb/s'"}
+
+    class WithUnits(GenerateJsonSchema):
+        def function_before_schema(self, schema: Any) -> Any:
+            inner = super().function_before_schema(schema)
+            fn = schema.get("function", {}).get("function")
+            if fn in examples:
+                return {"anyOf": [inner, {"type": "string", "description": examples[fn]}]}
+            return inner
+
+    if not fleet:
+        out: dict[str, Any] = Scenario.model_json_schema(schema_generator=WithUnits)
+        return out
+    out = FleetScenario.model_json_schema(schema_generator=WithUnits)
+    defs = out["$defs"]
+    partial = _partial_def("JobConfig", defs)
+    defs[partial]["properties"]["template"] = {
+        "type": "string", "description": "Name of a `templates` entry this job starts from "
+        "(a deep merge: the job's own fields win)."}
+    props = out["properties"]
+    props["templates"] = {
+        "description": props["templates"].get("description", ""),
+        "anyOf": [{"type": "object", "additionalProperties": {"$ref": f"#/$defs/{partial}"}},
+                  {"type": "string", "description": "a YAML file of templates, relative to "
+                   "the scenario"}]}
+    props["jobs"]["items"] = {"if": {"type": "object", "required": ["template"]},
+                              "then": {"$ref": f"#/$defs/{partial}", "required": ["name"]},
+                              "else": {"$ref": "#/$defs/JobConfig"}}
+    props["trace"] = {
+        "type": "object", "additionalProperties": False, "required": ["path"],
+        "properties": {"path": {"type": "string"}},
+        "description": "A CSV or Parquet file (relative to the scenario) of one job per row: "
+        "name, arrival_s, template, slo, steps or duration_h, dotted job fields as columns."}
+    out["required"] = [r for r in out.get("required", []) if r != "jobs"]
+    out["anyOf"] = [{"required": ["jobs"]}, {"required": ["trace"]}]
+    return out
+
+
+def _partial_def(name: str, defs: dict[str, Any]) -> str:
+    """Add `<name>Partial` to `defs`: the same object schema with no field required at any
+    depth (a template, or a job that names one, gives only some fields). Its name."""
+    import copy
+
+    target = f"{name}Partial"
+    if target in defs:
+        return target
+    defs[target] = {}  # placeholder: a recursive reference finds it
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: strip(v) for k, v in node.items()
+                   if not (k == "required" and isinstance(v, list))}
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                out["$ref"] = f"#/$defs/{_partial_def(ref.removeprefix('#/$defs/'), defs)}"
+            return out
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    defs[target] = strip(copy.deepcopy(defs[name]))
+    return target
 
 
 def main() -> None:
@@ -663,16 +1034,20 @@ def main() -> None:
         sys.exit(2)
     except typer.Exit as err:
         sys.exit(err.exit_code)
-    except (KeyboardInterrupt, BrokenPipeError):
+    except (KeyboardInterrupt, typer.Abort):  # outside a simulation: nothing to keep
+        typer.echo("rlsim: interrupted", err=True)
         sys.exit(130)
-    except Exception as err:  # click usage errors and internal errors
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
-        if isinstance(err, click.exceptions.Abort):
-            sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(130)
+    except TyperException as err:  # the parser's usage errors (typer bundles its own click)
+        if type(err).__name__ == "NoArgsIsHelpError":
+            err.show()  # type: ignore[attr-defined]  # bare `rlsim`: the help, on stderr
+            sys.exit(2)
+        # One line: click's messages can span lines (a BadParameter's choices).
+        message = " ".join(err.format_message().split())
+        typer.echo(f"rlsim: error: {message}", err=True)
+        sys.exit(2)
+    except Exception as err:  # internal errors
         if os.environ.get("RLSIM_DEBUG"):
             raise
         typer.echo(f"rlsim: internal error: {type(err).__name__}: {err} "

@@ -16,11 +16,14 @@ from rlsim.report.fleet import write_fleet_report
 from rlsim.report.text import aligned
 
 
-def write_fleet_run(result: FleetResult, out_dir: Path, name: str | None = None) -> None:
-    """The fleet run's folder, as `rlsim run --out` writes any run's."""
+def write_fleet_run(result: FleetResult, out_dir: Path, name: str | None = None,
+                    plotly_src: str | None = None) -> None:
+    """The fleet run's folder, as `rlsim run --out` writes any run's; `plotly_src` as in
+    `rlsim.api.write_run`."""
     write_run_folder(out_dir, result.scenario.dump(), result.recorder, result.summary,
                      lambda path: write_fleet_report(name or result.scenario.name,
-                                                     result.summary, result.recorder, path))
+                                                     result.summary, result.recorder, path,
+                                                     plotly_src))
 
 
 def format_fleet_table(summaries: list[dict[str, Any]], names: list[str]) -> str:

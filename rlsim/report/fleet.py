@@ -2,8 +2,9 @@
 
 Owns the fleet page (`render_fleet`): headline figures, cost over time, the phase timeline
 of one co-execution group (which job's phase runs on which node), and the per-job table with
-slowdown and SLO; a side-by-side table for several fleet runs; and a dependency-free SVG of
-a group's timeline for markdown reports (`group_timeline_svg`).
+slowdown and SLO; the comparison page of several fleet runs (`render_fleet_comparison`: a
+side-by-side table with ratios to the first, their cost over time); and a dependency-free
+SVG of a group's timeline for markdown reports (`group_timeline_svg`).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def _job_rows(s: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def render_fleet(name: str, summary: dict[str, Any], rec: Recorder) -> str:
+def render_fleet(name: str, summary: dict[str, Any], rec: Recorder,
+                 plotly_src: str | None = None) -> str:
     s = summary
     page = Page(f"rlsim fleet report: {name}",
                 f"{s['jobs']} jobs under policy {s['policy']}; cost is the allocated nodes' "
@@ -142,11 +144,74 @@ def render_fleet(name: str, summary: dict[str, Any], rec: Recorder) -> str:
     page.section("jobs", "Jobs", "Times in hours.")
     page.raw(table(["job", "group", "placed", "arrival", "finish", "steps", "solo (h)",
                     "slowdown", "SLO", "met"], _job_rows(s)))
-    return page.html()
+    return page.html(plotly_src)
 
 
-def write_fleet_report(name: str, summary: dict[str, Any], rec: Recorder, path: Path) -> None:
-    write_atomic(render_fleet(name, summary, rec), path)
+def write_fleet_report(name: str, summary: dict[str, Any], rec: Recorder, path: Path,
+                       plotly_src: str | None = None) -> None:
+    write_atomic(render_fleet(name, summary, rec, plotly_src), path)
+
+
+# (label, value from a fleet summary, format, which direction is better)
+_COMPARED: list[tuple[str, Any, str, str | None]] = [
+    ("jobs", lambda s: s["jobs"], "{:.0f}", None),
+    ("run length (h)", lambda s: s["sim_time_s"] / 3600, "{:.2f}", None),
+    ("cost ($ total)", lambda s: s["cost"]["usd_total"], "{:,.1f}", "lower"),
+    ("cost ($/h)", lambda s: s["cost"]["usd_per_hour"], "{:,.1f}", "lower"),
+    ("samples per $", lambda s: s["cost"]["samples_per_usd"], "{:,.2f}", "higher"),
+    ("samples/s", lambda s: s["throughput"]["samples_per_s"], "{:,.2f}", "higher"),
+    ("SLO attainment", lambda s: s["slo_attainment"], "{:.1%}", "higher"),
+    ("slowdown mean", lambda s: s["slowdown"]["mean"], "{:.3f}", "lower"),
+    ("slowdown max", lambda s: s["slowdown"]["max"], "{:.3f}", "lower"),
+]
+
+
+def _compared_cell(value: float, base: float, fmt: str, better: str | None,
+                   first: bool) -> str:
+    cell = esc(fmt.format(value))
+    if first or not base:
+        return cell
+    ratio = value / base
+    cls = ""
+    if better and abs(ratio - 1) > 0.005:
+        cls = " good" if (ratio < 1) == (better == "lower") else " bad"
+    return cell + f'<span class="r{cls}">{ratio:.2f}×</span>'
+
+
+def render_fleet_comparison(names: list[str], summaries: list[dict[str, Any]],
+                            recs: list[Recorder], plotly_src: str | None = None) -> str:
+    """Several fleet runs side by side (ratios to the first) and their cost over time."""
+    page = Page(f"rlsim fleet comparison · {len(names)} runs",
+                f"Ratios are relative to the first run ({names[0]}).",
+                [(n, str(s["policy"])) for n, s in zip(names, summaries, strict=True)])
+    page.section("comparison", "Side by side",
+                 "Each run's fleet summary; the small number after a value is its ratio to "
+                 "the first run (green: better, red: worse).")
+    rows = [[esc("policy"), *(esc(s["policy"]) for s in summaries)]]
+    for label, get, fmt, better in _COMPARED:
+        base = float(get(summaries[0]))
+        rows.append([esc(label), *(_compared_cell(float(get(s)), base, fmt, better, i == 0)
+                                   for i, s in enumerate(summaries))])
+    page.raw(table(["metric", *(esc(n) for n in names)], rows))
+    page.section("cost", "Cost over time",
+                 "Price per hour of the nodes each run had allocated at each moment.")
+    data = []
+    for i, (name, rec) in enumerate(zip(names, recs, strict=True)):
+        pts = cost_series(rec)
+        if pts:
+            data.append({"type": "scatter", "mode": "lines", "name": name,
+                         "line": {"shape": "hv", "color": run_color(i)},
+                         "x": [t / 3600.0 for t, _ in pts], "y": [v for _, v in pts]})
+    page.plot_or_absent({"data": data, "layout": layout("time (h)", "allocated GPUs ($/h)",
+                                                        340)} if data else None,
+                        "No cost records.")
+    return page.html(plotly_src)
+
+
+def write_fleet_comparison(names: list[str], summaries: list[dict[str, Any]],
+                           recs: list[Recorder], path: Path,
+                           plotly_src: str | None = None) -> None:
+    write_atomic(render_fleet_comparison(names, summaries, recs, plotly_src), path)
 
 
 def group_timeline_svg(rec: Recorder, gid: int, until_s: float, since_s: float = 0.0,

@@ -15,7 +15,7 @@ from typing import Any
 
 from rlsim.report import figures as F
 from rlsim.report.columns import RunRecords
-from rlsim.report.metrics import PHASES
+from rlsim.report.metrics import PHASES, phase_label
 from rlsim.report.page import Page, esc, table, write_atomic
 from rlsim.report.rundata import RunData, is_run_dir, load_run
 from rlsim.report.sweep_report import is_sweep_dir, render_sweep, write_sweep_report
@@ -67,7 +67,8 @@ def _metric_groups(summaries: list[dict[str, Any]]) -> list[tuple[str, list[Metr
                        ("p99", "step_time_s.p99", "s", "lower"),
                        ("steps", "steps", "int", None),
                        ("simulated time", "sim_time_s", "s", None)]),
-        ("Phase time per step", [(p, f"phase_time_s.{p}", "s", "lower") for p in phases]),
+        ("Phase time per step", [(phase_label(p, summaries), f"phase_time_s.{p}", "s",
+                                  "lower") for p in phases]),
         ("Throughput", [("samples/s", "throughput.samples_per_s", "", "higher"),
                         ("tokens/s", "throughput.tokens_per_s", "", "higher"),
                         ("goodput samples/s", "goodput_samples_per_s", "", "higher")]),
@@ -285,7 +286,7 @@ def _engines(page: Page, run: F.Run) -> None:
             page.absent(f"No {what} counters in this run's records.")
 
 
-def _run_page(data: RunData) -> str:
+def _run_page(data: RunData, plotly_src: str | None) -> str:
     rec = RunRecords(data.recorder)
     run = F.Run(data.name, rec, data.summary, data.scenario)
     name = str(data.scenario.get("name") or data.name)
@@ -323,7 +324,7 @@ def _run_page(data: RunData) -> str:
     if F.staleness_relevant(run):
         page.section("staleness", "Staleness", _CAPTIONS["staleness"])
         page.plot_or_absent(F.staleness([run]), _ABSENT["staleness"])
-    return page.html()
+    return page.html(plotly_src)
 
 
 def _labels(runs: Sequence[RunData]) -> list[str]:
@@ -331,7 +332,7 @@ def _labels(runs: Sequence[RunData]) -> list[str]:
     return [n if names.count(n) == 1 else f"{n} #{i + 1}" for i, n in enumerate(names)]
 
 
-def _comparison_page(datas: Sequence[RunData]) -> str:
+def _comparison_page(datas: Sequence[RunData], plotly_src: str | None) -> str:
     runs = [F.Run(label, RunRecords(d.recorder), d.summary, d.scenario)
             for label, d in zip(_labels(datas), datas, strict=True)]
     chips = []
@@ -376,15 +377,18 @@ def _comparison_page(datas: Sequence[RunData]) -> str:
     per_run = max(4000, MAX_BARS // len(runs))
     for r in runs:
         _timeline_section(page, r, per_run, heading=True)
-    return page.html()
+    return page.html(plotly_src)
 
 
-def render_runs(runs: Sequence[RunData]) -> str:
-    """The HTML report of one run, or a comparison page for several (first = baseline)."""
+def render_runs(runs: Sequence[RunData], plotly_src: str | None = None) -> str:
+    """The HTML report of one run, or a comparison page for several (first = baseline);
+    plotly.js inline, or loaded from the relative path `plotly_src` (page.py)."""
     if not runs:
         raise ValueError("render_runs needs at least one run")
-    return _run_page(runs[0]) if len(runs) == 1 else _comparison_page(runs)
+    if len(runs) == 1:
+        return _run_page(runs[0], plotly_src)
+    return _comparison_page(runs, plotly_src)
 
 
-def write_report(runs: Sequence[RunData], path: Path) -> None:
-    write_atomic(render_runs(runs), Path(path))
+def write_report(runs: Sequence[RunData], path: Path, plotly_src: str | None = None) -> None:
+    write_atomic(render_runs(runs, plotly_src), Path(path))

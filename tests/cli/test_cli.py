@@ -183,3 +183,17 @@ def test_quickstart_on_the_calibrated_cpu_profile(monkeypatch, capsys):
 
     assert summary["profiles"]["cluster"]["hash"] == load_profile(profile).content_hash()
     assert summary["profiles"]["cluster"]["source"].endswith("cpu.json")
+
+
+def test_a_run_alone_prints_no_speedup_rows(tmp_path, monkeypatch, capsys):
+    """A single run's table has nothing to compare against: no all-1.00x speedup rows."""
+    path = write(tmp_path, tiny())
+    code, stdout, _ = run_cli(["run", str(path)], monkeypatch, capsys)
+    assert code == 0
+    assert "step time mean" in stdout and "speedup" not in stdout and "1.00x" not in stdout
+
+
+def test_list_scenarios_leaves_out_model_files(monkeypatch, capsys):
+    code, stdout, _ = run_cli(["list", "scenarios"], monkeypatch, capsys)
+    assert code == 0
+    assert "quickstart.yaml" in stdout and ".model.yaml" not in stdout

@@ -66,3 +66,26 @@ def test_command_line_reports_a_broken_page(tmp_path, capsys, monkeypatch):
     assert main([str(page), str(tmp_path / "bad.png")]) == 1
     out = capsys.readouterr().out
     assert "plots rendered: 0/1" in out and "undefinedFunction" in out
+
+
+def test_compare_folder_pages_render_with_the_shared_plotly(tmp_path, monkeypatch, capsys):
+    from tests.cli.test_bad_input import run_cli
+    from tests.scenarios import write
+
+    path = write(tmp_path, tiny())
+    out = tmp_path / "cmp"
+    code, _, err = run_cli(["compare", str(path), "--variant", "policy.placement=colocated",
+                            "--variant", "policy.placement=disaggregated", "--out", str(out)],
+                           monkeypatch, capsys)
+    assert code == 0, err
+    assert "<script src=" in (out / "report.html").read_text()  # not inline: shared
+    _check(out / "report.html", tmp_path / "cmp.png")
+    _check(out / "0-colocated" / "report.html", tmp_path / "run0.png")
+    # moved away from its compare folder, a page says why it has no plots
+    moved = tmp_path / "moved.html"
+    moved.write_text((out / "0-colocated" / "report.html").read_text())
+    from rlsim.report import browser
+
+    monkeypatch.setattr(browser, "RENDER_TIMEOUT_MS", 1500)
+    check = check_page(moved)
+    assert check.plots_rendered == 0

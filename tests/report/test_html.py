@@ -167,3 +167,19 @@ def test_million_spans_render_fast_and_bounded():
     html = render_runs([data])  # its time is a benchmark: benchmarks/bench_report.py
     assert "timeline downsampled" in html and "per-request spans" in html
     assert len(html.encode()) < 30e6
+
+
+def test_shared_plotly_is_loaded_by_relative_path_not_embedded(tmp_path):
+    from rlsim.report.page import plotly_js, write_shared_plotly
+
+    inline = render_runs([run_data("alpha")])
+    shared = render_runs([run_data("alpha")], plotly_src='../p"x.js')
+    assert plotly_js()[:2000] in inline and plotly_js()[:2000] not in shared
+    assert '<script src="../p&quot;x.js"></script>' in shared  # escaped
+    assert len(inline) - len(shared) > len(plotly_js()) * 0.99
+    assert _figures(inline) == _figures(shared)  # the same plots either way
+    name = write_shared_plotly(tmp_path)
+    assert (tmp_path / name).read_text() == plotly_js()
+    stamp = (tmp_path / name).stat().st_mtime_ns
+    assert write_shared_plotly(tmp_path) == name  # written once
+    assert (tmp_path / name).stat().st_mtime_ns == stamp

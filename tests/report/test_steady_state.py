@@ -204,6 +204,10 @@ def test_async_gen_is_labelled_the_trainers_wait() -> None:
     assert fig is not None and f"gen ({ASYNC_GEN})" in fig["data"][0]["x"]
     gen_cdf = cdf([run], "gen_time_s")
     assert gen_cdf is not None and ASYNC_GEN in str(gen_cdf["layout"])
+    from rlsim.report.html import _metric_groups
+
+    phase_rows = dict(_metric_groups([sync.summary, run_async.summary]))["Phase time per step"]
+    assert f"gen ({ASYNC_GEN})" in [label for label, *_ in phase_rows]
 
 
 @pytest.mark.parametrize("steps,warned", [(3, True), (10, False)])
