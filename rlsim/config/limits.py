@@ -81,14 +81,15 @@ class WorkEstimate:
         """One human-readable line: the estimate's figures."""
         return (f"{self.gpus:,} GPUs, {self.engines:,} engines, {_num(self.samples)} samples, "
                 f"{_num(self.tokens)} tokens, {_num(self.events)} events, about "
-                f"{_duration(self.wall_s)} and {self.memory_bytes / 2**30:.3g} GiB")
+                f"{format_duration(self.wall_s)} and {self.memory_bytes / 2**30:.3g} GiB")
 
 
 def _num(x: float) -> str:
     return f"{x:.3g}" if x >= 1e6 else f"{x:,.0f}"
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """Seconds as a person reads a run's length: s, min, h or days."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:

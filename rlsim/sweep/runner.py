@@ -26,7 +26,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from rlsim.config.errors import ScenarioError
-from rlsim.config.limits import WorkEstimate, check_work, estimate_work
+from rlsim.config.limits import WorkEstimate, check_work, estimate_work, format_duration
 from rlsim.sweep.executors import Executor, check_executor, make_executor
 from rlsim.sweep.spec import ERROR_COLUMN, Point, PointContext, SweepSpec
 from rlsim.sweep.store import ResultStore, write_status
@@ -129,7 +129,7 @@ def check_size(spec: SweepSpec, ctx: PointContext, max_points: int,
         per_setting = max(spec.random, 1) * spec.reps
         sized = _size(spec, ctx, sorted({0, n - per_setting}))
         mean_s = sum(e.wall_s for e, _ in sized) / len(sized) if sized else 0.0
-        work = (f", about {_duration(mean_s * n)} of simulation on one core (from its first "
+        work = (f", about {format_duration(mean_s * n)} of simulation on one core (from its first "
                 "and last settings)" if sized else "")
         raise ScenarioError(MAX_POINTS_FLAG, f"the sweep has {n:,} points{work}, over the "
                             f"limit of {max_points:,}; sweep fewer values, or pass "
@@ -148,16 +148,6 @@ def check_size(spec: SweepSpec, ctx: PointContext, max_points: int,
                                                           strict=True))
             raise ScenarioError(err.field, f"point {largest.id} ({where}): {err.message}"
                                 ) from None
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:,.0f} days"
 
 
 def preflight(ctx: PointContext, points: list[Point]) -> None:
