@@ -3,18 +3,24 @@
 What the simulator is given: the live policy's architecture (`LMConfig.model_spec`), the job's
 shape (batch, group size, engine cap, length caps, reward and environment workers, micro-
 batch size), the workload the live run actually produced (`rollouts.jsonl`: per sample, each
-turn's response tokens, environment seconds and observation tokens, and the reward worker's
-seconds), and the profile calibrated on this machine. Nothing here reads a live phase time.
+turn's response tokens, environment seconds and observation tokens, and the reward
+seconds), and the profile calibrated on this machine. Nothing here reads a live phase time;
+the environment and reward seconds are per-call latencies the job measured, replayed.
 Derivations that are not a copy of a live setting:
 - each of the two processes is one device, so the rollout and train pools are one
   "GPU" each, of the profile's measured device, placed disaggregated (nothing time-shares);
 - the weight sync copies the weights twice through host memory (trainer -> shared buffer ->
   engine): 4 bytes moved per weight byte at the profile's measured copy rate (read + write
-  counted), so the link's bandwidth is that rate / 4;
+  counted), so the link's bandwidth is that rate / 4; its latency is what the weight-sync
+  microbenchmark (`weightsync`: the job's own copy loops, pipe and wake-up, timed before
+  the live runs) measured beyond that bandwidth term, when given;
 - the reward latency distribution (`reward.latency`: lognormal, median and log-space sigma)
   is fitted to the recorded per-sample reward seconds. sync and one_off replay each
-  sample's recorded seconds; rlsim's async policy scores every sample as it finishes with a
-  latency drawn from this distribution (it does not read recorded reward seconds);
+  sample's recorded seconds, which are the reward call's wall time as the job paid it,
+  spread over its samples (`reward.RewardPool.score`): a replayed latency, like the
+  environment's, so the `reward` phase compares a measurement with itself and only checks
+  that the simulator schedules it; rlsim's async policy scores every sample as it finishes
+  with a latency drawn from this distribution (it does not read recorded reward seconds);
 - mode async: policy `async` with the live run's alpha and partial rollout (the live
   rollout process aborts and resumes its requests at every weight update), and the rollouts
   file holds every launched batch (steps + alpha of them), batch d at step d, as the
@@ -30,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.live.runner import LiveResult
+from calibration.live.weightsync import link_latency_s
 from rlsim.cost.profile import Profile
 
 
@@ -81,14 +88,21 @@ def policy_dict(result: LiveResult) -> dict[str, Any]:
 
 
 def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
-                  rollouts_path: str) -> dict[str, Any]:
-    """The scenario (as YAML-able data) whose relative paths resolve next to it."""
+                  rollouts_path: str, weight_sync_s: list[float] | None = None
+                  ) -> dict[str, Any]:
+    """The scenario (as YAML-able data) whose relative paths resolve next to it;
+    `weight_sync_s`: the weight-sync microbenchmark's seconds (`weightsync`), for the
+    link's latency (the schema's default without it)."""
     cfg = result.config
     device = profile.device
     if device is None:
         raise ValueError("the validation profile must carry its measured device spec")
     spec = cfg.lm.model_spec()
     pool = {"profile": profile_path, "nodes": 1, "gpus_per_node": 1}
+    link: dict[str, float] = {"bandwidth": device.hbm_bandwidth / 4}
+    if weight_sync_s:
+        link["latency"] = link_latency_s(weight_sync_s, spec.weight_bytes(profile.dtype_bytes),
+                                         link["bandwidth"])
     return {
         "name": f"live-{cfg.mode}",
         "description": "rlsim's prediction of the live RL run recorded next to this file "
@@ -114,5 +128,5 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
             "trace": {"path": rollouts_path, "format": "rollouts"},
         },
         "policy": policy_dict(result),
-        "link": {"bandwidth": device.hbm_bandwidth / 4},
+        "link": link,
     }

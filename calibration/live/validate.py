@@ -31,6 +31,7 @@ from calibration.live.runner import MODES, LiveConfig, LiveResult, run_live
 from calibration.live.scenario import scenario_dict, write_rollouts
 from calibration.live.sft import warm_up
 from calibration.live.tokenizer import Tokenizer
+from calibration.live.weightsync import measure_weight_sync_s
 from calibration.measurements import MeasurementSet
 from calibration.run import measure
 from calibration.timing import _busy_s
@@ -268,7 +269,8 @@ def calibrate(p: Plan, out: Path, progress: Progress) -> tuple[Profile, Path, st
 
 
 def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], profile: Profile,
-             out: Path, progress: Progress) -> ModeRun:
+             out: Path, progress: Progress, weight_sync_s: list[float] | None = None
+             ) -> ModeRun:
     cfg = replace(p.live, mode=mode)
     run_dir = out / f"{mode}-{repeat}"
     (run_dir / "sim").mkdir(parents=True, exist_ok=True)
@@ -280,7 +282,7 @@ def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], pr
     write_parquet(result.recorder, run_dir / "live.records.parquet")
     (run_dir / "live.json").write_text(json.dumps(result.summary(), indent=1) + "\n")
     write_rollouts(result, run_dir / "rollouts.jsonl")
-    scen = scenario_dict(result, profile, "../profile.json", "rollouts.jsonl")
+    scen = scenario_dict(result, profile, "../profile.json", "rollouts.jsonl", weight_sync_s)
     scen_path = run_dir / "scenario.yaml"
     scen_path.write_text(yaml.safe_dump(scen, sort_keys=False))
     scenario, base = load_scenario(scen_path)
@@ -356,10 +358,15 @@ def validate(p: Plan, out: Path, progress: Progress) -> Validation:
                    fit_report=report, sft_losses=losses,
                    placement=place.describe() if place else "not pinned")
     progress(f"calibrate: profile {profile_path} in {v.calibration_s:.1f} s")
+    with pinned(place.trainer if place else None):
+        sync_s = measure_weight_sync_s(p.live, place)
+    (out / "weight_sync.json").write_text(json.dumps({"sync_s": sync_s}, indent=1) + "\n")
+    progress(f"calibrate: weight sync {statistics.median(sync_s) * 1e3:.2f} ms (median of "
+             f"{len(sync_s)})")
     for repeat in range(p.repeats):
         for mode in p.modes:
             v.runs.setdefault(mode, []).append(
-                run_mode(p, mode, repeat, state, profile, out, progress))
+                run_mode(p, mode, repeat, state, profile, out, progress, sync_s))
     return v
 
 

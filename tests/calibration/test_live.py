@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,8 +47,8 @@ def test_tasks_are_deterministic_and_scored_by_exact_match() -> None:
         assert tasks.score(p.answer, p.answer) == 1.0
         assert tasks.score(p.answer, p.answer + "x") == 0.0
         if p.kind == "ct":
-            a, b = p.prompt[3:-1].split(",")
-            assert p.answer[0] == a and p.answer[-1] == b
+            lo, hi = p.prompt[3:-1].split(",")
+            assert p.answer[0] == lo and p.answer[-1] == hi
             assert all(ord(y) - ord(x) == 1 for x, y in zip(p.answer, p.answer[1:], strict=False))
         if p.kind == "get":
             assert p.answer == tasks.count(next(iter(p.files.values())))
@@ -242,6 +243,9 @@ def tiny_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
     }
     monkeypatch.setattr(common, "GRID_OVERRIDE", grids)
     monkeypatch.setattr(live_engine, "TRACE_REQUESTS_QUICK", 6)
+    from calibration.live import weightsync
+    monkeypatch.setattr(weightsync, "REPEATS", 3)
+    monkeypatch.setattr(weightsync, "IDLE_S", 0.01)
 
 
 def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: None) -> None:
@@ -282,6 +286,14 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
         live_json = json.loads((tmp_path / f"{mode}-0" / "live.json").read_text())
         assert len(live_json["iterations"]) == data["modes"][mode]["engine_iterations"][
             "iterations"]
+    # The link's latency comes from the weight-sync microbenchmark, so a simulated sync
+    # costs what the job's own sync mechanism measured (the bandwidth term alone was
+    # 10-40x too cheap).
+    sync_s = json.loads((tmp_path / "weight_sync.json").read_text())["sync_s"]
+    assert len(sync_s) == 3 and all(x > 0 for x in sync_s)
+    for mode in ("sync", "one_off"):
+        ws = data["modes"][mode]["phases"]["weight_sync"]
+        assert ws["sim_s"] == pytest.approx(max(statistics.median(sync_s), 1e-5), rel=0.02)
     text = table(data)
     assert "one_off" in text and "weight_sync" in text
     md = markdown(v, 1.0)
