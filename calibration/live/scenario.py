@@ -21,6 +21,12 @@ Derivations that are not a copy of a live setting:
   environment's, so the `reward` phase compares a measurement with itself and only checks
   that the simulator schedules it; rlsim's async policy scores every sample as it finishes
   with a latency drawn from this distribution (it does not read recorded reward seconds);
+- the engines' `rollout.request_overhead` (seconds per request admitted or finished that
+  stall the next iteration) is the rollout driver's per-request work as the driver
+  microbenchmark (`driver`: the job's own workers, pipes, tokenizer and engine, timed before
+  the live runs) measured it, averaged over the request events of this run's workload (its
+  samples and environment steps: a count from the rollouts the simulator replays anyway);
+  the schema's 0 without it;
 - mode async: policy `async` with the live run's alpha and partial rollout (the live
   rollout process aborts and resumes its requests at every weight update), and the rollouts
   file holds every launched batch (steps + alpha of them), batch d at step d, as the
@@ -35,6 +41,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from calibration.live.driver import DriverCosts
 from calibration.live.runner import LiveResult
 from calibration.live.weightsync import link_latency_s
 from rlsim.cost.profile import Profile
@@ -79,6 +86,13 @@ def reward_latency(result: LiveResult) -> dict[str, float]:
             "sigma": statistics.pstdev(logs) if len(logs) > 1 else 0.0}
 
 
+def request_overhead_s(result: LiveResult, driver: DriverCosts) -> float:
+    """The driver's seconds per request event for this run's workload (`DriverCosts`)."""
+    samples = sum(len(batch) for batch in result.rollouts)
+    env_steps = sum(max(len(s.turns) - 1, 0) for batch in result.rollouts for s in batch)
+    return driver.request_overhead_s(samples, env_steps, result.config.mode == "async")
+
+
 def policy_dict(result: LiveResult) -> dict[str, Any]:
     cfg = result.config
     policy: dict[str, Any] = {"name": cfg.mode, "placement": "disaggregated"}
@@ -88,11 +102,12 @@ def policy_dict(result: LiveResult) -> dict[str, Any]:
 
 
 def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
-                  rollouts_path: str, weight_sync_s: list[float] | None = None
-                  ) -> dict[str, Any]:
+                  rollouts_path: str, weight_sync_s: list[float] | None = None,
+                  driver: DriverCosts | None = None) -> dict[str, Any]:
     """The scenario (as YAML-able data) whose relative paths resolve next to it;
     `weight_sync_s`: the weight-sync microbenchmark's seconds (`weightsync`), for the
-    link's latency (the schema's default without it)."""
+    link's latency (the schema's default without it); `driver`: the driver
+    microbenchmark's costs (`driver`), for `rollout.request_overhead` (0 without it)."""
     cfg = result.config
     device = profile.device
     if device is None:
@@ -114,7 +129,9 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
         "pools": [{"name": "rollout", **pool}, {"name": "train", **pool}],
         "rollout": {"pool": "rollout", "tp": 1, "max_running_seqs": cfg.max_running,
                     # the live engine prefills every admitted prompt in one iteration
-                    "max_batched_tokens": cfg.max_running * cfg.max_len},
+                    "max_batched_tokens": cfg.max_running * cfg.max_len,
+                    **({"request_overhead": request_overhead_s(result, driver)}
+                       if driver is not None else {})},
         "train": {"pool": "train", "recompute_activations": False, "ref_logprob": False,
                   "old_logprob": True, "micro_batch_tokens": cfg.micro_batch_tokens},
         "reward": {"kind": "rule", "workers": cfg.reward_workers,

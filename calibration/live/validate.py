@@ -26,6 +26,7 @@ import yaml
 from calibration.benchmarks.model_dims import ModelDims
 from calibration.fit import fit_profile, fit_report_markdown, write_profile
 from calibration.live.cores import pinned, placement
+from calibration.live.driver import DriverCosts, measure_driver_costs
 from calibration.live.model import LMConfig, TinyLM
 from calibration.live.runner import MODES, LiveConfig, LiveResult, run_live
 from calibration.live.scenario import scenario_dict, write_rollouts
@@ -269,8 +270,8 @@ def calibrate(p: Plan, out: Path, progress: Progress) -> tuple[Profile, Path, st
 
 
 def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], profile: Profile,
-             out: Path, progress: Progress, weight_sync_s: list[float] | None = None
-             ) -> ModeRun:
+             out: Path, progress: Progress, weight_sync_s: list[float] | None = None,
+             driver: DriverCosts | None = None) -> ModeRun:
     cfg = replace(p.live, mode=mode)
     run_dir = out / f"{mode}-{repeat}"
     (run_dir / "sim").mkdir(parents=True, exist_ok=True)
@@ -282,7 +283,8 @@ def run_mode(p: Plan, mode: str, repeat: int, state: dict[str, torch.Tensor], pr
     write_parquet(result.recorder, run_dir / "live.records.parquet")
     (run_dir / "live.json").write_text(json.dumps(result.summary(), indent=1) + "\n")
     write_rollouts(result, run_dir / "rollouts.jsonl")
-    scen = scenario_dict(result, profile, "../profile.json", "rollouts.jsonl", weight_sync_s)
+    scen = scenario_dict(result, profile, "../profile.json", "rollouts.jsonl", weight_sync_s,
+                         driver)
     scen_path = run_dir / "scenario.yaml"
     scen_path.write_text(yaml.safe_dump(scen, sort_keys=False))
     scenario, base = load_scenario(scen_path)
@@ -363,10 +365,17 @@ def validate(p: Plan, out: Path, progress: Progress) -> Validation:
     (out / "weight_sync.json").write_text(json.dumps({"sync_s": sync_s}, indent=1) + "\n")
     progress(f"calibrate: weight sync {statistics.median(sync_s) * 1e3:.2f} ms (median of "
              f"{len(sync_s)})")
+    with pinned(place.rollout if place else None):
+        driver = measure_driver_costs(p.live, place)
+    (out / "driver.json").write_text(json.dumps(driver.as_json(), indent=1) + "\n")
+    progress(f"calibrate: rollout driver {driver.env_submit_s * 1e6:.0f} + "
+             f"{driver.env_take_s * 1e6:.0f} us per environment step, "
+             f"{driver.reward_submit_s * 1e6:.0f} + {driver.reward_take_s * 1e6:.0f} us per "
+             "reward job (medians)")
     for repeat in range(p.repeats):
         for mode in p.modes:
             v.runs.setdefault(mode, []).append(
-                run_mode(p, mode, repeat, state, profile, out, progress, sync_s))
+                run_mode(p, mode, repeat, state, profile, out, progress, sync_s, driver))
     return v
 
 

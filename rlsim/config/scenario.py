@@ -142,6 +142,15 @@ class RolloutConfig(Frozen):
         "multi-turn trajectory prefills only its new tokens (vLLM automatic prefix "
         "caching); evicted contexts are recomputed.",
     )
+    request_overhead: Seconds = Field(
+        default=0.0, ge=0, le=1,
+        description="Engine-loop CPU seconds per request event (each request admitted and "
+        "each finished) that stall the engine's next iteration, e.g. '50 us': the serving "
+        "loop's per-request work between GPU steps (vLLM's add_request/scheduling and "
+        "output processing and detokenization of finished requests; SGLang's "
+        "scheduler receiving requests and processing batch results), plus a driver's own "
+        "handling of each request in the same thread. 0: not modelled.",
+    )
 
 
 class TrainConfig(Frozen):

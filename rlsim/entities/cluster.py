@@ -138,7 +138,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     engines = [
         RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
                       r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name, r.tp,
-                      r.prefix_caching)
+                      r.prefix_caching, r.request_overhead)
         for i in range(place.engines)
     ]
     t = scenario.train
@@ -206,7 +206,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                                        "rollout.tp", reserved)
             built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
                                    r.max_batched_tokens, recorder, scenario.engine_mode,
-                                   rpool.name, tp, r.prefix_caching)
+                                   rpool.name, tp, r.prefix_caching, r.request_overhead)
                      for i in range(place.rollout_gpus // tp)]
             _record_entities(recorder, built, [], None, None, None, None)
             closables.extend(built)

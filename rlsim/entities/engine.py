@@ -3,9 +3,10 @@
 Owns the batch of one engine: FCFS admission at iteration boundaries under a cap on running
 sequences and a KV-cache capacity in tokens, chunked prefill under a per-iteration token
 budget, preemption by recompute (most recently admitted first) when KV runs out, abort that
-returns partial tokens, add-with-prefix (a retained prefix is re-prefilled), and an
-optional prefix cache (finished contexts kept in free KV, LRU-evicted, so a later request
-with the same cache key prefills only its new tokens).
+returns partial tokens, add-with-prefix (a retained prefix is re-prefilled), an optional
+prefix cache (finished contexts kept in free KV, LRU-evicted, so a later request with the
+same cache key prefills only its new tokens), and the serving loop's CPU work per request
+(`request_overhead_s` per request admitted or finished, a stall before the next iteration).
 
 Events only when something changes. All decoding sequences advance together, so the engine
 keeps one decode clock: a decoding sequence's generated count is `clock - base`, the KV of all
@@ -109,6 +110,7 @@ class RolloutEngine:
         pool: str = "",
         gpus: int = 1,
         prefix_caching: bool = False,
+        request_overhead_s: float = 0.0,
     ) -> None:
         if mode not in ("skip", "iteration"):
             raise ValueError(f"unknown engine mode {mode!r}")
@@ -182,6 +184,12 @@ class RolloutEngine:
         self._end = 0.0  # when the segment in flight ends
         self._split_t = -1.0  # when a batch change last cut the segment in flight
         self.down = False  # crashed: admits nothing until `restart`
+        # Per-request engine-loop CPU work (`rollout.request_overhead`): request events
+        # (admissions, finishes) since the last segment start, paid as a stall before the
+        # next one; work left when the engine goes idle runs on until `_stall_until`.
+        self.request_overhead_s = request_overhead_s
+        self._events = 0
+        self._stall_until = 0.0
         self.slowdown = 1.0  # fail-slow: every iteration takes this many times longer
         boot = simpy.Event(env)
         boot._ok, boot._value = True, None
@@ -242,7 +250,8 @@ class RolloutEngine:
         very instant is not aborted: it finishes normally.
         """
         now = self.env.now
-        in_head = self._in_segment and now < self._seg_t0 + self._seg_head_s
+        in_head = self._in_segment and self._seg_head_s > 0 \
+            and now < self._seg_t0 + self._seg_head_s
         # The head iteration's effects were applied when it started; while it is still in
         # flight its token does not count yet, so every decoding sequence is one behind.
         clock_now = self.clock + (self._completed_iterations() if self._in_segment else 0) \
@@ -397,6 +406,7 @@ class RolloutEngine:
             kv_used += need + 1
             running += 1
             prefilling[r.rid] = r
+            self._events += 1
         if self._cache:
             self._evict()
 
@@ -514,7 +524,6 @@ class RolloutEngine:
 
     def _set_segment(self, head_s: float, n: int, a: float = 0.0, b: float = 0.0,
                      k0: int = 0, bsz: int = 0) -> None:
-        self._seg_t0 = self.env._now
         self._seg_head_s = head_s
         self._seg_n = n
         self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
@@ -543,6 +552,7 @@ class RolloutEngine:
             r.status = "finished"
             r.t_finish = now
             self.finished += 1
+            self._events += 1
             self._busy_requests += 1
             self._busy_tokens += out - r.prefix_tokens
             if self._per_request:
@@ -650,8 +660,11 @@ class RolloutEngine:
                     wait != lwait and (wait == 0 or lwait == 0
                                        or abs(wait - lwait) >= self._count_step)):
                 self._gauge(kv, run, wait)
+            start = now
+            if self.request_overhead_s:
+                start = self._stall(now)
             if (prefilling and n_dec < self.max_batched) or self.iteration_mode:
-                duration = self._plan(now)
+                duration = self._plan(start)
             else:
                 # Only decodes (the common case; `_plan` inlined): up to the next finish or
                 # KV exhaustion, whichever comes first.
@@ -659,7 +672,7 @@ class RolloutEngine:
                 n_kv = (self.kv_capacity - kv) // n_dec
                 if n_kv < n:
                     n = n_kv
-                self._seg_t0 = now
+                self._seg_t0 = start
                 self._seg_head_s = 0.0
                 if n <= 0:
                     self._seg_n = 0
@@ -675,7 +688,7 @@ class RolloutEngine:
                     self._seg_n = n
                     self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, n_dec
                     duration = 0.0 + (n * a + b * (n * k0 + n_dec * n * (n - 1) / 2))
-            end = now + duration
+            end = start + duration
             if now < end:
                 self._in_segment = True
                 self._end = end
@@ -683,6 +696,14 @@ class RolloutEngine:
                 self._timers.call_in(end - now, self._on_end, seg_id)
                 return
             self._finish_segment()
+
+    def _stall(self, now: float) -> float:
+        """When the next segment starts: after the engine loop's per-request work for the
+        request events since the last start (and any left from going idle)."""
+        start = self._stall_until if self._stall_until > now else now
+        start += self._events * self.request_overhead_s
+        self._events = 0
+        return start
 
     def _record_gauges(self) -> None:
         n_dec = len(self.decoding)
@@ -736,6 +757,11 @@ class RolloutEngine:
 
     def _go_idle(self) -> None:
         self._record_gauges()
+        if self._events:
+            # The finishes' work still runs after the last iteration; a request arriving
+            # meanwhile waits for it (`_stall`). Idle time absorbs it otherwise.
+            self._stall_until = self.env._now + self._events * self.request_overhead_s
+            self._events = 0
         if self._busy_since is not None:
             self.recorder.span(self._track, "busy", self._busy_since, self.env._now,
                                pool=self.pool, gpus=self.gpus, requests=self._busy_requests,

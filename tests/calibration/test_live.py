@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 torch = pytest.importorskip("torch")
 
@@ -246,6 +247,9 @@ def tiny_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
     from calibration.live import weightsync
     monkeypatch.setattr(weightsync, "REPEATS", 3)
     monkeypatch.setattr(weightsync, "IDLE_S", 0.01)
+    from calibration.live import driver
+    monkeypatch.setattr(driver, "REPEATS", 3)
+    monkeypatch.setattr(driver, "WARMUP", 1)
 
 
 def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: None) -> None:
@@ -294,6 +298,20 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
     for mode in ("sync", "one_off"):
         ws = data["modes"][mode]["phases"]["weight_sync"]
         assert ws["sim_s"] == pytest.approx(max(statistics.median(sync_s), 1e-5), rel=0.02)
+    # The engines' per-request overhead comes from the driver microbenchmark, averaged over
+    # each run's own request events.
+    from calibration.live.driver import DriverCosts
+
+    costs = json.loads((tmp_path / "driver.json").read_text())
+    assert all(x > 0 for x in costs.values())
+    for mode in ("sync", "one_off", "async"):
+        run = tmp_path / f"{mode}-0"
+        groups = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+        samples = [smp for g in groups for smp in g["samples"]]
+        env_steps = sum(len(smp["turns"]) - 1 for smp in samples)
+        scen_data = yaml.safe_load((run / "scenario.yaml").read_text())
+        assert scen_data["rollout"]["request_overhead"] == pytest.approx(
+            DriverCosts(**costs).request_overhead_s(len(samples), env_steps, mode == "async"))
     text = table(data)
     assert "one_off" in text and "weight_sync" in text
     md = markdown(v, 1.0)

@@ -14,10 +14,11 @@ from tests.conftest import ToyCost
 
 def _run(cost: ToyCost, reqs: list[tuple[int, int]], mode: str = "skip", kv: int = 10**7,
          cap: int = 256, budget: int = 8192, arrivals: list[float] | None = None,
-         probe: bool = True):
+         probe: bool = True, overhead_s: float = 0.0):
     env = simpy.Environment()
     rec = Recorder("request")
-    eng = RolloutEngine(env, "e0", cost, kv, cap, budget, rec, mode)
+    eng = RolloutEngine(env, "e0", cost, kv, cap, budget, rec, mode,
+                        request_overhead_s=overhead_s)
     out: list[Request] = []
     max_kv = [0]
 
@@ -134,13 +135,14 @@ def test_add_with_prefix_reprefills_and_finishes(toy_cost):
     cap=st.integers(1, 16),
     budget=st.integers(16, 2048),
     gaps=st.lists(st.floats(0, 0.5), min_size=40, max_size=40),
+    overhead_s=st.sampled_from([0.0, 0.003]),
 )
-def test_invariants(reqs, kv, cap, budget, gaps):
+def test_invariants(reqs, kv, cap, budget, gaps, overhead_s):
     reqs = [(p, o) for p, o in reqs if p + o <= kv] or [(1, 1)]
     arrivals = list(__import__("itertools").accumulate(gaps[: len(reqs)]))
     for mode in ("skip", "iteration"):
         _env, eng, out, peak = _run(ToyCost(), reqs, mode, kv=kv, cap=cap, budget=budget,
-                                   arrivals=arrivals)
+                                   arrivals=arrivals, overhead_s=overhead_s)
         # every request finished exactly once, with all its tokens
         assert sorted(r.rid for r in out) == list(range(len(reqs)))
         assert all(r.generated == reqs[r.rid][1] for r in out)
@@ -404,3 +406,72 @@ def test_a_slowdown_stretches_every_iteration_from_the_next_one(toy_cost):
     # the second half runs 3x slower (up to the iteration in flight at the change)
     assert out[0].t_finish == pytest.approx(half + 3 * (base.t_finish - half),
                                             abs=3 * (toy_cost.a0 + 1e-4))
+
+
+@pytest.mark.parametrize("mode", ["skip", "iteration"])
+def test_request_overhead_stalls_the_next_iteration_per_admission_and_finish(mode, toy_cost):
+    # n requests of distinct lengths submitted at once: their n admissions stall the first
+    # iteration, and each finish but the last (which leaves the engine idle) stalls the
+    # iteration after it, so the last finish comes (2n - 1) h later than without overhead;
+    # every token still comes from the same iterations.
+    n, h = 12, 0.004
+    reqs = [(50 + 7 * i, 20 + 30 * i) for i in range(n)]
+    _, _, base, _ = _run(toy_cost, reqs, mode, probe=False)
+    _, _, out, _ = _run(toy_cost, reqs, mode, probe=False, overhead_s=h)
+    assert sorted(r.generated for r in out) == sorted(r.generated for r in base)
+    t0, t1 = max(r.t_finish for r in base), max(r.t_finish for r in out)
+    assert t1 - t0 == pytest.approx((2 * n - 1) * h, rel=1e-9)
+    # the k-th finish (by length) waited for the n admissions and the k - 1 finishes before
+    by_rid = {r.rid: r for r in base}
+    for r in out:
+        assert r.t_finish - by_rid[r.rid].t_finish == pytest.approx((n + r.rid) * h, rel=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["skip", "iteration"])
+def test_request_overhead_of_a_finish_delays_a_request_submitted_after_it(mode, toy_cost):
+    # Batch 2 (n requests, submitted when batch 1's last finishes) pays batch 1's n finishes
+    # and its own n admissions before its first iteration: 3 n h in all over no overhead.
+    n, h = 8, 0.002
+    finish_times = []
+    for overhead_s in (0.0, h):
+        env = simpy.Environment()
+        eng = RolloutEngine(env, "e0", toy_cost, 10**7, 256, 8192, Recorder(), mode,
+                            request_overhead_s=overhead_s)
+        done: list[Request] = []
+
+        def on_done(r: Request, eng: RolloutEngine = eng, done: list[Request] = done) -> None:
+            done.append(r)
+            if len(done) == n:  # batch 1 complete: batch 2 at once
+                for i in range(n):
+                    eng.submit(Request(n + i, 100, 200, on_done=done.append))
+
+        for i in range(n):
+            eng.submit(Request(i, 100, 200, on_done=on_done))
+        env.run()
+        assert len(done) == 2 * n
+        finish_times.append(max(r.t_finish for r in done))
+    assert finish_times[1] - finish_times[0] == pytest.approx(3 * n * h, rel=1e-9)
+
+
+def test_abort_during_a_stall_counts_every_completed_iteration(toy_cost):
+    # r0 (10 tokens) finishes; the iteration after it waits out its finish's stall, and an
+    # abort inside that stall (no head iteration in flight) keeps every token r1 has.
+    h = 0.5
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", toy_cost, 10**6, 256, 8192, Recorder(),
+                        request_overhead_s=h)
+    r0, r1 = Request(0, 10, 10), Request(1, 10, 1000)
+    eng.submit(r0)
+    eng.submit(r1)
+    got: list[Request] = []
+
+    def script():
+        while r0.status != "finished":
+            yield env.timeout(0.001)
+        yield env.timeout(h / 2)
+        got.extend(eng.abort())
+
+    env.process(script())
+    env.run(until=10)
+    assert got == [r1] and r1.generated == 10
+    assert eng.kv_used == 0
