@@ -55,6 +55,7 @@ def test_replayed_reward_seconds_cover_what_the_job_waited_for_the_pool() -> Non
 
 
 def test_link_latency_makes_a_simulated_sync_cost_the_measured_median() -> None:
+    pytest.importorskip("torch")  # calibration.live.weightsync times torch copies
     from calibration.live.weightsync import link_latency_s
 
     sync_s = [1.2e-3, 1.0e-3, 1.5e-3]
