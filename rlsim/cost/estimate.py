@@ -56,10 +56,8 @@ def estimate(
     """StepCost dict of one iteration: `batch` sequences decoding at `context` tokens each
     (kv_tokens = batch * context) plus `prefill_tokens` prompt tokens. Raises ValueError
     (FitError for a configuration that cannot run) with a one-line message."""
-    prof = profile if profile is not None else builtin_profile(gpu)
-    cost, _ = _fitted(gpu, model, tp, batch, context, prefill_tokens, gpu_memory_utilization,
-                      prof)
-    return cost.step(batch, batch * context, prefill_tokens).as_dict()
+    return dict(engine_estimate(gpu, model, tp, batch, context, prefill_tokens, profile,
+                                gpu_memory_utilization)["step_s"])
 
 
 def engine_estimate(
