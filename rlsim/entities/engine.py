@@ -748,12 +748,7 @@ class RolloutEngine:
                 self._gauges, strict=True):
             if value != last:
                 self.recorder.counter(self._track, gauge, now, value)
-        if self._busy_since is not None:
-            self.recorder.span(self._track, "busy", self._busy_since, now, pool=self.pool,
-                               gpus=self.gpus, requests=self._busy_requests,
-                               tokens=self._busy_tokens, open=True)
-            self._busy_since = None
-            self._busy_requests = self._busy_tokens = 0
+        self._end_busy(open=True)
 
     def _go_idle(self) -> None:
         self._record_gauges()
@@ -762,9 +757,14 @@ class RolloutEngine:
             # meanwhile waits for it (`_stall`). Idle time absorbs it otherwise.
             self._stall_until = self.env._now + self._events * self.request_overhead_s
             self._events = 0
-        if self._busy_since is not None:
-            self.recorder.span(self._track, "busy", self._busy_since, self.env._now,
-                               pool=self.pool, gpus=self.gpus, requests=self._busy_requests,
-                               tokens=self._busy_tokens)
-            self._busy_since = None
-            self._busy_requests = self._busy_tokens = 0
+        self._end_busy()
+
+    def _end_busy(self, **attrs: Any) -> None:
+        """Write the busy period in progress (if any) as a `busy` span ending now."""
+        if self._busy_since is None:
+            return
+        self.recorder.span(self._track, "busy", self._busy_since, self.env._now,
+                           pool=self.pool, gpus=self.gpus, requests=self._busy_requests,
+                           tokens=self._busy_tokens, **attrs)
+        self._busy_since = None
+        self._busy_requests = self._busy_tokens = 0
