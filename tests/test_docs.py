@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from rlsim import cli
+from rlsim.config import json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -216,7 +217,7 @@ def test_synopses_are_found() -> None:
 
 # ------------------------------------------------------------------ yaml and json blocks
 def _schema(fleet: bool) -> dict[str, Any]:
-    return cli.scenario_json_schema(fleet)
+    return json_schema.scenario_json_schema(fleet)
 
 
 def _errors(schema: dict[str, Any], data: Any) -> list[str]:
