@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlsim.config.units import Bytes, BytesPerSecond
@@ -234,10 +233,16 @@ def load_model_file(value: str, base_dir: Path | None = None) -> ModelSpec:
     if path.stat().st_size > MAX_MODEL_FILE_BYTES:
         raise ModelFileError(f"model file {value!r} is larger than "
                              f"{MAX_MODEL_FILE_BYTES // 1024} KiB; give an architecture file")
+    # The scenario's own parser (duplicate keys and deep nesting refused); imported here
+    # because config.loading builds on this module.
+    from rlsim.config.errors import ScenarioError
+    from rlsim.config.loading import parse_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError, OSError, RecursionError):
-        raise ModelFileError(f"model file {value!r} is not valid YAML/JSON") from None
+        data = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    except (ScenarioError, UnicodeDecodeError, OSError) as err:
+        detail = f": {err.message}" if isinstance(err, ScenarioError) else ""
+        raise ModelFileError(f"model file {value!r} is not valid YAML/JSON{detail}") from None
     if not isinstance(data, dict):
         raise ModelFileError(f"model file {value!r} must hold a mapping of architecture "
                              "fields (layers, hidden, heads, kv_heads, ffn, vocab)")
