@@ -1,17 +1,24 @@
-"""Environment steps of the agentic task: real commands in per-trajectory sandbox directories.
+"""Environment steps of the agentic task: a `cat` tool over per-trajectory sandbox directories.
 
-`SandboxEnv.step(traj_id, files, command)` creates the trajectory's directory on its first
-step (the environment reset), runs the command as a subprocess there with a timeout, and
-returns the observation text and the step's wall time. Only `$cat NAME` (NAME one letter)
-is executed; anything else gets the observation "=?" without running, because the policy's
-output must never reach a shell.
+`SandboxEnv.step(traj_id, files, command)` creates the trajectory's directory and its files
+on the trajectory's first step (the environment reset), carries out the command there, and
+returns the observation text and the step's wall time. Only `$cat NAME` (NAME one letter) is
+carried out: the file NAME of the trajectory's own directory is read, "!" if there is none;
+anything else gets the observation "=?", because the policy's output is never executed.
+
+The tool reads the file in the worker process instead of forking a `cat` subprocess. On the
+two-core testbed the environment workers have no host of their own (`cores`): a forked `cat`
+costs about 1 ms of CPU, which at normal priority is taken from the trainer or the engine
+and at idle priority waits until one of them idles. Both are artefacts of sharing cores
+(a cluster's environments run on other hosts), and the second made the replayed latencies
+depend on when the step happened, up to 0.13 s (docs/validation.md, "The environment's
+tool"). Reading the file in the worker costs tens of microseconds.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -19,21 +26,19 @@ from pathlib import Path
 from calibration.live.tasks import observation
 
 _COMMAND = re.compile(r"\$cat ([a-z])")
-TIMEOUT_S = 2.0
 
 
 class SandboxEnv:
     """Sandbox directories under one temporary root, removed by `close()`."""
 
-    def __init__(self, timeout_s: float = TIMEOUT_S, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         """Sandboxes under `root` (shared by several worker processes; the owner removes
         it), or under a new temporary directory that `close()` removes."""
-        self.timeout_s = timeout_s
         self._owned = root is None
         self._root = Path(tempfile.mkdtemp(prefix="rlsim-live-")) if root is None else root
 
     def step(self, traj_id: int, files: dict[str, str], command: str) -> tuple[str, float]:
-        """Run `command` in trajectory `traj_id`'s sandbox; (observation, seconds)."""
+        """Carry out `command` in trajectory `traj_id`'s sandbox; (observation, seconds)."""
         t0 = time.perf_counter()
         home = self._root / str(traj_id)
         if not home.exists():
@@ -45,10 +50,8 @@ class SandboxEnv:
             obs = observation("?")
         else:
             try:
-                done = subprocess.run(["cat", m.group(1)], cwd=home, capture_output=True,
-                                      text=True, timeout=self.timeout_s, check=False)
-                obs = observation(done.stdout if done.returncode == 0 else "!")
-            except subprocess.TimeoutExpired:
+                obs = observation((home / m.group(1)).read_text())
+            except OSError:  # no such file (or unreadable): what a failed `cat` reports
                 obs = observation("!")
         return obs, time.perf_counter() - t0
 

@@ -56,7 +56,7 @@ def test_tasks_are_deterministic_and_scored_by_exact_match() -> None:
     assert tasks.count("c,f") == "cdef"
 
 
-def test_sandbox_runs_cat_and_refuses_other_commands() -> None:
+def test_sandbox_cat_reads_the_trajectorys_file_and_refuses_other_commands() -> None:
     env = SandboxEnv()
     try:
         obs, secs = env.step(1, {"q": "abc"}, "$cat q")
@@ -64,6 +64,8 @@ def test_sandbox_runs_cat_and_refuses_other_commands() -> None:
         assert env.step(1, {"q": "abc"}, "$cat z")[0] == "=!\n"  # no such file
         assert env.step(1, {"q": "abc"}, "$rm -rf q")[0] == "=?\n"  # never executed
         assert env.step(1, {"q": "abc"}, "$cat q")[0] == "=abc\n"
+        assert env.step(2, {"q": "xyz"}, "$cat q")[0] == "=xyz\n"  # its own sandbox
+        assert env.step(1, {"q": "xyz"}, "$cat q")[0] == "=abc\n"  # files made at reset
     finally:
         env.close()
 
