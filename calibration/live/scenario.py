@@ -132,7 +132,10 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
                     "max_batched_tokens": cfg.max_running * cfg.max_len,
                     **({"request_overhead": request_overhead_s(result, driver)}
                        if driver is not None else {})},
-        "train": {"pool": "train", "recompute_activations": False, "ref_logprob": False,
+        # The trainer as the calibration measured it: FLOPs at the fitted MFU plus the fitted
+        # fixed costs (`train_step`, `forward` benchmarks), not a framework backend's constants.
+        "train": {"pool": "train", "backend": "profile", "recompute_activations": False,
+                  "ref_logprob": False,
                   "old_logprob": True, "micro_batch_tokens": cfg.micro_batch_tokens},
         "reward": {"kind": "rule", "workers": cfg.reward_workers,
                    "latency": reward_latency(result)},
@@ -146,4 +149,7 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
         },
         "policy": policy_dict(result),
         "link": link,
+        # The live job copies the weights through one shared buffer: its measured cost is
+        # the link's latency plus bytes at the link's rate (`weightsync`), nothing per tensor.
+        "weight_sync": {"scheme": "link"},
     }

@@ -151,6 +151,32 @@ class RolloutConfig(Frozen):
         "scheduler receiving requests and processing batch results), plus a driver's own "
         "handling of each request in the same thread. 0: not modelled.",
     )
+    cuda_graphs: bool = Field(
+        default=True,
+        description="Decode iterations replay captured CUDA graphs (vLLM's default). false = "
+        "vLLM `enforce_eager: true` (veRL: actor_rollout_ref.rollout.enforce_eager): the CPU "
+        "dispatches every kernel of every layer, eager_launch_s each (profile constant).",
+    )
+    dtype: Literal["bf16", "fp8"] = Field(
+        default="bf16",
+        description="Rollout weights. fp8: 1 byte per layer weight (vLLM `quantization: "
+        "fp8`, dynamic per-token activation scales), GEMMs at the GPU's FP8 peak, half the "
+        "weight memory and weight streaming; the embedding and LM head stay BF16. Needs a GPU "
+        "with FP8 (fp8_tflops).",
+    )
+    kv_cache_dtype: Literal["auto", "fp8"] = Field(
+        default="auto",
+        description="KV-cache element type (vLLM `kv_cache_dtype`): auto = the compute dtype "
+        "(BF16); fp8 = 1 byte per element, twice the KV tokens and half the KV bytes read per "
+        "decode step.",
+    )
+    ep: int = Field(
+        default=1, gt=0,
+        description="Expert-parallel degree of a MoE model inside one engine (vLLM "
+        "`enable_expert_parallel`; SGLang `--ep-size`): routed experts split ep ways over the "
+        "engine's tp GPUs (ep must divide tp and the experts), tokens sent to their experts' "
+        "GPUs and back by an all-to-all per MoE layer. 1: every expert TP-sharded.",
+    )
 
 
 class TrainConfig(Frozen):
@@ -181,6 +207,75 @@ class TrainConfig(Frozen):
     old_logprob: bool = Field(
         default=True, description="Recompute old-policy log-probs (a forward pass)."
     )
+    # --- the framework layer (issue 19; docs/cost-model.md section 3) ---
+    backend: Literal["megatron", "fsdp", "fsdp2", "profile"] = Field(
+        default="megatron",
+        description="Training framework backend whose constants price the step per kernel "
+        "(veRL: actor_rollout_ref.actor.strategy): megatron (TP/PP/CP/EP, distributed "
+        "optimizer), fsdp or fsdp2 (ZeRO-3, tp = pp = 1, cp is Ulysses sequence parallelism); "
+        "profile: the pool profile's whole-step train_mfu / forward_mfu, for a trainer "
+        "calibrated end to end. Setting `mfu` also prices by MFU.")
+    recompute: Literal["none", "selective", "full"] | None = Field(
+        default=None,
+        description="Activation recomputation: none, selective (attention core again in the "
+        "backward; Megatron recompute_granularity: selective) or full (the whole forward "
+        "again; veRL enable_gradient_checkpointing). None: full if recompute_activations.")
+    ppo_mini_batch_size: int | None = Field(
+        default=None, gt=0,
+        description="Prompts per optimizer step (veRL actor_rollout_ref.actor."
+        "ppo_mini_batch_size, in prompts: all their samples go in); None: one optimizer step "
+        "per RL step.")
+    ppo_epochs: int = Field(
+        default=1, gt=0, description="Passes over the step's samples (veRL "
+        "actor_rollout_ref.actor.ppo_epochs).")
+    micro_batch_size_per_gpu: int | None = Field(
+        default=None, gt=0,
+        description="Samples per micro-batch of one model replica, each padded to the "
+        "micro-batch's longest (veRL ppo_micro_batch_size_per_gpu); None: dynamic batching "
+        "(veRL use_dynamic_bsz) up to max_token_len_per_gpu.")
+    max_token_len_per_gpu: int | None = Field(
+        default=None, gt=0,
+        description="Dynamic batching's token cap per GPU (veRL ppo_max_token_len_per_gpu); a "
+        "micro-batch holds cp times this. None: micro_batch_tokens per micro-batch.")
+    log_prob_micro_batch_size_per_gpu: int | None = Field(
+        default=None, gt=0,
+        description="Padded micro-batch of the log-prob passes (veRL "
+        "log_prob_micro_batch_size_per_gpu); None: as training unless "
+        "log_prob_max_token_len_per_gpu is set.")
+    log_prob_max_token_len_per_gpu: int | None = Field(
+        default=None, gt=0,
+        description="Dynamic token cap per GPU of the log-prob passes (veRL "
+        "log_prob_max_token_len_per_gpu); None: as training.")
+    param_offload: bool = Field(
+        default=False, description="Parameters live in host memory between passes: loaded "
+        "before and offloaded after each pass over PCIe (veRL fsdp_config.param_offload, "
+        "megatron.param_offload).")
+    grad_offload: bool = Field(
+        default=False, description="Gradients offloaded around each train pass (veRL "
+        "megatron.grad_offload).")
+    optimizer_offload: bool = Field(
+        default=False, description="Optimizer state offloaded around each train pass (veRL "
+        "optimizer_offload).")
+    ep: int = Field(
+        default=1, gt=0, description="Expert-parallel degree of an MoE model (veRL "
+        "megatron.expert_model_parallel_size); megatron only.")
+    critic: bool = Field(
+        default=False, description="PPO with a critic of the actor's size (veRL "
+        "algorithm.adv_estimator: gae): a value forward before training and a critic update "
+        "after the actor's.")
+
+    @model_validator(mode="after")
+    def _backend_layout(self) -> TrainConfig:
+        if self.backend in ("fsdp", "fsdp2"):
+            if self.tp > 1 or self.pp > 1:
+                raise ValueError(
+                    f"train.tp / train.pp: backend {self.backend} has no tensor or pipeline "
+                    "parallelism; use backend megatron, or tp 1 and pp 1 (cp is its Ulysses "
+                    "sequence parallelism)")
+            if self.ep > 1:
+                raise ValueError(f"train.ep: backend {self.backend} has no expert "
+                                 "parallelism; use backend megatron")
+        return self
 
 
 class LatencyDist(Frozen):
@@ -321,6 +416,52 @@ class LinkConfig(Frozen):
         "bandwidth times the sending GPUs (sharded broadcast), e.g. '400 Gb/s'.",
     )
     latency: Seconds = Field(default=0.00001, ge=0, description="One-way latency, e.g. '10 us'.")
+
+
+class WeightSyncConfig(Frozen):
+    """How weights move from the trainer to the engines, and how a colocated switch runs
+    (docs/cost-model.md, "Weight movement and switches")."""
+
+    scheme: Literal["link", "broadcast", "bucketed", "delta", "host_store"] = Field(
+        default="bucketed",
+        description="bucketed: tensors packed into buckets, one collective per bucket "
+        "(veRL/slime default); broadcast: one NCCL broadcast per tensor; delta: only "
+        "changed values (with their indices), bucketed; host_store: through host memory, "
+        "resharded, pipelined by bucket (Mooncake / checkpoint-engine style); link: the "
+        "weight bytes at the link's rate and nothing else (a link measured end to end).",
+    )
+    bucket_size: Bytes = Field(
+        default=512 * 2**20, gt=0,
+        description="Bytes per bucket. veRL: actor_rollout_ref.rollout."
+        "update_weights_bucket_megabytes (512); slime: --update-weight-buffer-size.",
+    )
+    delta_fraction: float | None = Field(
+        default=None, gt=0, le=1,
+        description="Fraction of the weights that changed since the last sync (scheme "
+        "delta only; required there).",
+    )
+    engine_sleep_level: Literal[1, 2] = Field(
+        default=1,
+        description="vLLM sleep mode level of colocated engines (LLM.sleep(level=...)): 1 "
+        "copies the weights to host memory and back, 2 discards them (the sync brings them).",
+    )
+    controller_step: Seconds = Field(
+        default=0.0, ge=0,
+        description="The single controller's fixed work per step (batch gather, advantage "
+        "computation, dispatch): veRL's timing_s/adv and the unattributed rest; 0: not "
+        "modelled.",
+    )
+    controller_per_token: Seconds = Field(
+        default=0.0, ge=0,
+        description="The single controller's work per batch token (prompt + response).",
+    )
+
+    @model_validator(mode="after")
+    def _delta_needs_fraction(self) -> WeightSyncConfig:
+        if self.scheme == "delta" and self.delta_fraction is None:
+            raise ValueError("weight_sync.delta_fraction is required with scheme 'delta': "
+                             "set the fraction of weights that change per step, e.g. 0.1")
+        return self
 
 
 class TailBatchingConfig(Frozen):
@@ -495,6 +636,8 @@ class Scenario(Frozen):
     workload: WorkloadConfig = Field(description="Prompts and lengths.")
     policy: PolicyConfig = Field(default=PolicyConfig(), description="Scheduling policy.")
     link: LinkConfig = Field(default=LinkConfig(), description="Train->rollout network.")
+    weight_sync: WeightSyncConfig = Field(default=WeightSyncConfig(),
+                                          description="Weight sync and colocated switch.")
     engine_mode: Literal["skip", "iteration"] = Field(
         default="skip",
         description="skip: one event per batch change (fast); iteration: one event per "

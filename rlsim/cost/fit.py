@@ -5,8 +5,9 @@ share, and the advice a failed check gives: the smallest TP inside a node, and t
 GPUs (with their smallest TP), on which the model does fit. A `FitError` says which knob is
 wrong (`kind`: "tp" for memory, "context" for a sequence longer than the model allows) so
 each caller names its own field (`rollout.tp` or `--tp`). Weights are priced at the
-profile's dtype (BF16 for the built-in profiles): rlsim does not model FP8 or quantized
-weights, so it never suggests them.
+profile's dtype (BF16 for the built-in profiles). FP8 weights and KV (`rollout.dtype`,
+`rollout.kv_cache_dtype`) are engine options that `cluster._engine_cost` checks itself; the
+advice here never suggests them.
 """
 
 from __future__ import annotations

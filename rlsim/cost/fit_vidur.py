@@ -53,6 +53,9 @@ ELEMENTWISE_OPS = ("mlp_act", "input_layernorm", "post_attention_layernorm", "at
 FIT_TPS = (1, 2, 4, 8)
 FITTED_GPUS = ("H100", "A100")
 HOPPER_DERIVED = ("H800", "H200", "H20")
+# No public operator timings for these: the generic (A100) fit under their own names, so each
+# catalogue GPU has a built-in profile; the cost models scale it by the GPU's own spec.
+UNMEASURED = ("B200", "GB200", "MI300X")
 SPLITK_MIN_K = 256
 DTYPE_BYTES = 2
 TABLE_START = "<!-- fidelity-table:start -->"
@@ -425,6 +428,14 @@ def build_profiles(data_dir: Path) -> dict[str, Profile]:
             fitted["H100"], name,
             "Hopper efficiencies from the H100 fit, scaled by this GPU's own spec numbers "
             "(peak, HBM and NVLink bandwidth, SM count) in the cost models.",
+        )
+    for name in UNMEASURED:
+        out[name] = derived_profile(
+            fitted["A100"], name,
+            "no public operator timings for this GPU: the generic profile's A100 fit, the "
+            "more conservative of the two fitted architectures, scaled by this GPU's own "
+            "spec numbers (peak, HBM and NVLink/xGMI bandwidth, SM/CU count) in the cost "
+            "models.",
         )
     out[GENERIC_PROFILE] = derived_profile(
         fitted["A100"], GENERIC_PROFILE,

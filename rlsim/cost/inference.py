@@ -12,12 +12,22 @@ the engine sum thousands of decode iterations in closed form.
 `layer_step_s`, `decode_attention_s` and `prefill_attention_s` expose one layer's share,
 which is what the calibration's layer and attention microbenchmarks measure; `step()` is
 `layers x layer_step_s` plus the embedding, final norm, LM head and per-iteration overhead.
+
+`EngineOptions` carries the engine's own switches from the scenario (vLLM's names): CUDA
+graphs or eager execution (eager pays a CPU dispatch per kernel), FP8 weights (1-byte
+weights at the GPU's FP8 peak) and an FP8 KV cache, and expert parallelism for MoE models
+(routed experts split over the engine's GPUs, tokens dispatched and combined by
+all-to-alls). MoE layers price the router, the routed experts' grouped GEMMs over the
+experts a batch touches (`expected_distinct_experts`) and the shared experts; MLA models
+cache a latent per token and price attention over the latent dimensions.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from rlsim.config.hardware import GpuSpec, ModelSpec
 from rlsim.cost.kernels import ElementwiseModel, GemmModel, stream_factor
@@ -54,6 +64,75 @@ class StepCost:
 
 
 _ZERO = StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
+
+WeightDtype = Literal["bf16", "fp8"]
+KvCacheDtype = Literal["auto", "fp8"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """The engine's own switches (a scenario's `rollout` section, in vLLM's words).
+
+    `cuda_graphs`: decode iterations replay captured CUDA graphs (vLLM's default); False is
+    vLLM's `enforce_eager: true`, where the CPU dispatches every kernel of every layer.
+    `dtype`: "fp8" serves FP8 weights (vLLM `quantization: fp8`): 1 byte per weight of the
+    layers' GEMMs, run at the GPU's FP8 peak. `kv_cache_dtype`: "fp8" stores the KV cache in
+    1 byte per element (vLLM `kv_cache_dtype: fp8`); "auto" keeps the compute dtype.
+    `ep`: expert-parallel degree of a MoE model inside one engine (vLLM
+    `enable_expert_parallel`): the routed experts split `ep` ways over the engine's GPUs.
+    """
+
+    cuda_graphs: bool = True
+    dtype: WeightDtype = "bf16"
+    kv_cache_dtype: KvCacheDtype = "auto"
+    ep: int = 1
+
+
+DEFAULT_OPTIONS = EngineOptions()
+
+
+def check_options(model: ModelSpec, gpu: GpuSpec, tp: int, options: EngineOptions) -> None:
+    """Raise ValueError (one line, naming the field) unless `options` can run."""
+    if options.dtype not in ("bf16", "fp8"):
+        raise ValueError(f"dtype must be bf16 or fp8, got {options.dtype!r}")
+    if options.kv_cache_dtype not in ("auto", "fp8"):
+        raise ValueError(f"kv_cache_dtype must be auto or fp8, got {options.kv_cache_dtype!r}")
+    if options.dtype == "fp8" and gpu.fp8_tflops is None:
+        raise ValueError(
+            f"dtype fp8 needs FP8 tensor cores and {gpu.name} has none (no fp8_tflops); use "
+            "dtype bf16, or a GPU with FP8 (Hopper or newer)")
+    ep = options.ep
+    if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
+        raise ValueError(f"ep must be a positive integer, got {ep!r}")
+    if ep == 1:
+        return
+    if model.moe is None:
+        raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.name} is dense "
+                         "(use ep 1)")
+    if tp % ep:
+        raise ValueError(f"ep={ep} must divide the engine's {tp} GPUs (tp={tp}): the experts "
+                         "split over the engine's GPUs")
+    if model.moe.experts % ep:
+        raise ValueError(f"ep={ep} must divide {model.name}'s {model.moe.experts} routed "
+                         "experts")
+
+
+def expected_distinct_experts(tokens: int, experts: int, top_k: int) -> float:
+    """Expected number of distinct experts that `tokens` tokens touch when each picks `top_k`
+    of `experts` uniformly: E (1 - (1 - k/E)^B). Each expert is missed by one token with
+    probability 1 - k/E, by all B tokens independently with (1 - k/E)^B."""
+    if tokens <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def all_to_all_s(size_bytes: float, ranks: int, bandwidth_bytes_per_s: float,
+                 latency_s: float) -> float:
+    """All-to-all in which every rank holds `size_bytes` and keeps 1/n of it: each sends
+    (n-1)/n of its buffer over its own link, all in parallel; 0 for one rank."""
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    return latency_s + (ranks - 1) / ranks * size_bytes / bandwidth_bytes_per_s
 
 
 def check_tp(model: ModelSpec, gpu: GpuSpec, tp: int) -> None:
@@ -122,9 +201,11 @@ class InferenceCost:
 
     def __init__(
         self, model: ModelSpec, gpu: GpuSpec, tp: int, profile: Profile,
-        dtype_bytes: int | None = None,
+        dtype_bytes: int | None = None, options: EngineOptions | None = None,
     ) -> None:
         check_tp(model, gpu, tp)
+        opts = DEFAULT_OPTIONS if options is None else options
+        check_options(model, gpu, tp, opts)
         if dtype_bytes is None:
             dtype_bytes = profile.dtype_bytes
         if dtype_bytes <= 0:
@@ -134,7 +215,18 @@ class InferenceCost:
         self.tp = tp
         self.profile = profile
         self.dtype_bytes = dtype_bytes
+        self.options = opts
         self._gemm = GemmModel(gpu, profile, dtype_bytes)
+        self._fp8 = opts.dtype == "fp8"
+        if self._fp8:
+            # The layers' GEMMs read 1-byte weights and 1-byte (per-token quantized)
+            # activations at the FP8 peak; the LM head and the router stay in BF16 (vLLM
+            # quantizes neither), so they keep self._gemm.
+            assert gpu.fp8_tflops is not None  # check_options
+            gpu8 = gpu.model_copy(update={"bf16_tflops": gpu.fp8_tflops})
+            self._wgemm = GemmModel(gpu8, profile, 1)
+        else:
+            self._wgemm = self._gemm
         self._ew = ElementwiseModel(gpu, profile)
         self._act = ElementwiseModel(gpu, profile, profile.activation_hbm_efficiency,
                                      profile.activation_launch_s)
@@ -166,9 +258,31 @@ class InferenceCost:
         self._embed_bytes_per_token = 2 * model.hidden * d
         # Logits are upcast to fp32 for sampling: read the compute dtype, write fp32.
         self._logit_bytes_per_row = self._vocab_n * (d + 4)
+        # Attention projections other than GQA's fused QKV and output (MLA's low-rank ones).
+        self._mla_gemms: tuple[tuple[int, int], ...] = ()
+        self._mla_norm_bytes_per_token = 0
+        if model.mla is not None:
+            self._init_mla(model, tp, d)
 
+        kv_d = 1 if opts.kv_cache_dtype == "fp8" else d
+        self._kv_dtype_bytes = kv_d
         peak_flops = gpu.bf16_tflops * 1e12
-        kv_bytes_per_token_layer = 2 * kv_heads * dh * d
+        if model.mla is None:
+            kv_bytes_per_token_layer = 2 * kv_heads * dh * kv_d
+            # QK^T and PV: 2 FLOPs per multiply-add, 2 matmuls, per query head.
+            attn_flops_per_pair = 4.0 * q_heads * dh
+            prefill_flops_per_pair = attn_flops_per_pair
+        else:
+            mla = model.mla
+            # One latent + one RoPE key per token and layer, the same on every TP rank
+            # (the latent has no heads to shard).
+            kv_bytes_per_token_layer = model.kv_elements_per_token_layer * kv_d
+            # Decode absorbs the up-projections into the query and output: every head scores
+            # the (latent + rope)-wide key and sums the latent-wide value (MQA-like).
+            attn_flops_per_pair = 2.0 * q_heads * (
+                mla.kv_lora_rank + mla.qk_rope_head_dim + mla.kv_lora_rank)
+            # Prefill expands the latent to per-head K (nope + rope) and V (v_head_dim).
+            prefill_flops_per_pair = 2.0 * q_heads * (mla.qk_head_dim + mla.v_head_dim)
         self._kv_bytes_per_token_layer = kv_bytes_per_token_layer
         self.kv_bytes_per_token_per_gpu = float(kv_bytes_per_token_layer * model.layers)
         # Prefill attention streams K and V as GEMM operands; decode attention reads every
@@ -179,10 +293,9 @@ class InferenceCost:
         self._kv_decode_layer_s_per_token = kv_bytes_per_token_layer / (
             gpu.hbm_bandwidth * profile.decode_attention_hbm_efficiency
         )
-        # QK^T and PV: 2 FLOPs per multiply-add, 2 matmuls, per query head.
-        self._attn_flops_per_pair = 4.0 * q_heads * dh
+        self._attn_flops_per_pair = prefill_flops_per_pair
         self._attn_layer_s_per_flop = 1.0 / (peak_flops * profile.attention_flops_efficiency)
-        self._attn_decode_flops_s_per_token = self._attn_flops_per_pair / (
+        self._attn_decode_flops_s_per_token = attn_flops_per_pair / (
             peak_flops * profile.decode_attention_flops_efficiency
         )
         # Decode attention reads every running sequence's KV once: a line through the origin
@@ -201,10 +314,82 @@ class InferenceCost:
         self._tp_bw = nvlink_one_way_bytes_per_s(gpu.nvlink_bandwidth) * (
             profile.allreduce_bus_efficiency
         )
+        self._moe_layers = model.moe_layers
+        if model.moe is not None:
+            self._init_moe(model, tp, opts.ep)
+        self._eager_launch_s = 0.0 if opts.cuda_graphs else profile.eager_launch_s
+        self._kernels_per_iteration = self._count_kernels()
         self._layer_cache: dict[int, tuple[float, float, float]] = {}
         self._dense_cache: dict[int, tuple[float, float, float]] = {}
         self._lm_cache: dict[int, float] = {}
         self._affine_cache: dict[int, tuple[float, float]] = {}
+
+    def _init_mla(self, model: ModelSpec, tp: int, d: int) -> None:
+        """MLA's projections per GPU, as (N, K) GEMMs: q_a and kv_a are replicated (vLLM
+        shards neither), q_b, kv_b and the output projection are split over the heads."""
+        mla = model.mla
+        assert mla is not None
+        h, hq = model.hidden, model.heads // tp
+        q_in = h if mla.q_lora_rank is None else mla.q_lora_rank
+        gemms = [] if mla.q_lora_rank is None else [(mla.q_lora_rank, h)]
+        gemms += [
+            (hq * mla.qk_head_dim, q_in),  # q_b (or the full q projection)
+            (mla.kv_lora_rank + mla.qk_rope_head_dim, h),  # kv_a
+            (hq * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank),  # kv_b
+            (h, hq * mla.v_head_dim),  # o_proj
+        ]
+        self._mla_gemms = tuple(gemms)
+        # The q_a and kv_a RMSNorms: read and write their latent.
+        self._mla_norm_bytes_per_token = 2 * (
+            (mla.q_lora_rank or 0) + mla.kv_lora_rank) * d
+        self._rope_bytes_per_token = 2 * (hq + 1) * mla.qk_rope_head_dim * d
+
+    def _init_moe(self, model: ModelSpec, tp: int, ep: int) -> None:
+        """Per-GPU shapes of a MoE layer: each routed expert's MLP split tp/ep ways over the
+        GPUs of its expert-parallel group, the shared experts split tp ways."""
+        moe = model.moe
+        assert moe is not None
+        gate = 2 if model.gated_mlp else 1
+        self._ep = ep
+        self._n_experts = moe.experts
+        self._top_k = moe.experts_per_token
+        self._expert_ffn = _ceil_div(moe.expert_ffn, tp // ep)
+        self._expert_up_n = gate * self._expert_ffn
+        self._act_factor = gate + 1
+        shared = moe.shared_experts * moe.shared_ffn
+        self._shared_ffn = _ceil_div(shared, tp) if shared else 0
+        # The busiest EP rank gates the layer; with one rank every expert is on every GPU.
+        self._imbalance = self.profile.router_imbalance if ep > 1 else 1.0
+
+    def _count_kernels(self) -> int:
+        """Kernels of one iteration outside attention: per layer the ones priced in
+        `_layer_dense` plus the KV-cache write, and per iteration the embedding, final norm,
+        LM head and logits cast. What eager execution dispatches one by one."""
+        quant = 1 if self._fp8 else 0
+        allreduce = 1 if self.tp > 1 else 0
+        # MLA: its projections and the q_a / kv_a norms; GQA: fused QKV and the output.
+        projections = len(self._mla_gemms) if self._mla_gemms else 2
+        attn = projections * (1 + quant) + (2 if self._mla_gemms else 0)
+        attn += 2 + 1 + 1 + allreduce  # two norms, rotary, KV-cache write, all-reduce
+        dense_mlp = 3 + 2 * quant + allreduce  # gate/up, activation, down
+        moe_mlp = 0
+        if self._moe_layers:
+            # router, top-k, token sort, grouped up, activation, grouped down, weighted sum
+            moe_mlp = 7 + 2 * quant + allreduce + (2 if self._ep > 1 else 0)
+            if self._shared_ffn:
+                moe_mlp += 3 + 2 * quant
+        dense_layers = self._layers - self._moe_layers
+        return (self._layers * attn + dense_layers * dense_mlp + self._moe_layers * moe_mlp
+                + 4)
+
+    def eager_overhead_s(self, decode: bool, prefill: bool) -> float:
+        """CPU dispatch time of an iteration without CUDA graphs: `eager_launch_s` per kernel
+        (the layers' kernels, plus one attention kernel per layer for decodes and one for
+        prefills); 0 with CUDA graphs, whose replay launches the step at once."""
+        if not self._eager_launch_s:
+            return 0.0
+        kernels = self._kernels_per_iteration + self._layers * (int(decode) + int(prefill))
+        return self._eager_launch_s * kernels
 
     # ----- per-token-count parts (cached) -----
 
@@ -213,12 +398,23 @@ class InferenceCost:
         return self._dense(num_tokens)[0]
 
     def _layer_dense(self, m: int) -> tuple[float, float, float]:
-        """(linear, other, comm) seconds of ONE layer's token-wise work at m tokens."""
+        """(linear, other, comm) seconds of ONE layer's token-wise work at m tokens (for a
+        MoE model, the mean over its dense and MoE layers)."""
         hit = self._layer_cache.get(m)
         if hit is not None:
             return hit
         if m <= 0:
             return (0.0, 0.0, 0.0)
+        if self._mla_gemms or self._fp8 or self._moe_layers:
+            out = self._layer_general(m)
+        else:
+            out = self._layer_gqa_dense(m)
+        if len(self._layer_cache) < _CACHE_LIMIT:
+            self._layer_cache[m] = out
+        return out
+
+    def _layer_gqa_dense(self, m: int) -> tuple[float, float, float]:
+        """A BF16 GQA layer with a dense MLP: the engine's original formula, term for term."""
         g = self._gemm.time_s
         h = self._hidden
         linear = (
@@ -236,13 +432,104 @@ class InferenceCost:
         comm = 0.0
         if self.tp > 1:
             # Row-parallel output and down projections each end in an all-reduce.
-            comm = 2 * ring_allreduce_s(
-                m * h * self.dtype_bytes, self.tp, self._tp_bw, self.profile.allreduce_latency_s
-            )
-        out = (linear, other, comm)
-        if len(self._layer_cache) < _CACHE_LIMIT:
-            self._layer_cache[m] = out
-        return out
+            comm = 2 * self._allreduce_s(m)
+        return (linear, other, comm)
+
+    def _allreduce_s(self, m: int) -> float:
+        return ring_allreduce_s(
+            m * self._hidden * self.dtype_bytes, self.tp, self._tp_bw,
+            self.profile.allreduce_latency_s)
+
+    def _wgemm_s(self, m: int, n: int, k: int) -> float:
+        """A layer GEMM; with FP8 weights, plus the per-token quantization of its input
+        (read the BF16 activation, write 1 byte per element)."""
+        t = self._wgemm.time_s(m, n, k)
+        if self._fp8:
+            t += self._ew.time_s(m * k * (self.dtype_bytes + 1))
+        return t
+
+    def _attention_block(self, m: int) -> tuple[float, float, float]:
+        """(linear, other, comm) of a layer's attention side: projections, norms, rotary,
+        the output all-reduce (attention's own kernels are priced separately)."""
+        h = self._hidden
+        if self._mla_gemms:
+            linear = sum(self._wgemm_s(m, n, k) for n, k in self._mla_gemms)
+            other = self._norm.time_s(m * self._mla_norm_bytes_per_token)
+        else:
+            linear = self._wgemm_s(m, self._qkv_n, h) + self._wgemm_s(m, h, self._o_k)
+            other = 0.0
+        other += (2 * self._norm.time_s(m * self._norm_bytes_per_token)
+                  + self._rope.time_s(m * self._rope_bytes_per_token) + self._layer_overhead)
+        comm = self._allreduce_s(m) if self.tp > 1 else 0.0
+        return (linear, other, comm)
+
+    def _dense_mlp(self, m: int) -> tuple[float, float]:
+        """(linear, comm) of a dense MLP: gate/up, activation, down, its all-reduce."""
+        h = self._hidden
+        linear = (self._wgemm_s(m, self._up_n, h)
+                  + self._act.time_s(m * self._act_bytes_per_token)
+                  + self._wgemm_s(m, h, self._down_k))
+        return (linear, self._allreduce_s(m) if self.tp > 1 else 0.0)
+
+    def _grouped_s(self, experts: float, rows: int, n: int, k: int) -> float:
+        """One fused-MoE GEMM over `experts` experts of `rows` tokens each: their tiles run
+        in one kernel (one launch), each expert streaming its own weights."""
+        launch = self.profile.kernel_launch_s
+        t = experts * (self._wgemm.time_s(rows, n, k) - launch) + launch
+        if self._fp8:
+            t += self._ew.time_s(experts * rows * k * (self.dtype_bytes + 1))
+        return t
+
+    def _moe_mlp(self, m: int) -> tuple[float, float, float]:
+        """(linear, other, comm) of one MoE layer's MLP on one GPU at m tokens.
+
+        Router GEMM (BF16, replicated) and top-k; the routed experts' grouped GEMMs over the
+        experts this GPU's share of the m x k (token, expert) pairs touches, at the busiest
+        rank's load; the shared experts as a dense MLP; the weighted sum of the k outputs;
+        with ep > 1 the dispatch and combine all-to-alls; the output all-reduce."""
+        h, d, k = self._hidden, self.dtype_bytes, self._top_k
+        ep = self._ep
+        distinct = expected_distinct_experts(m, self._n_experts, k) / ep
+        pairs = m * k / ep * self._imbalance
+        rows = max(1, math.ceil(pairs / distinct))
+        f = self._expert_ffn
+        linear = (self._gemm.time_s(m, self._n_experts, h)
+                  + self._grouped_s(distinct, rows, self._expert_up_n, h)
+                  + self._act.time_s(pairs * self._act_factor * f * d)
+                  + self._grouped_s(distinct, rows, h, f))
+        if self._shared_ffn:
+            gate = self._act_factor - 1
+            linear += (self._wgemm_s(m, gate * self._shared_ffn, h)
+                       + self._act.time_s(m * self._act_factor * self._shared_ffn * d)
+                       + self._wgemm_s(m, h, self._shared_ffn))
+        # Softmax/top-k over the router logits (fp32 in, ids and weights out), then the sum
+        # of each token's k expert outputs.
+        other = (self._ew.time_s(m * (self._n_experts * 4 + k * 8))
+                 + self._ew.time_s(pairs * h * d + m * h * d))
+        comm = self._allreduce_s(m) if self.tp > 1 else 0.0
+        if ep > 1:
+            # Dispatch each token's hidden state to its k experts' ranks and combine the k
+            # outputs back: every rank owns m/ep tokens, k copies of each.
+            a2a = m / ep * k * h * d
+            comm += 2 * all_to_all_s(a2a, ep, self._tp_bw, self.profile.allreduce_latency_s)
+        return (linear, other, comm)
+
+    def _layer_general(self, m: int) -> tuple[float, float, float]:
+        """Mean layer of a model with MLA, FP8 weights or MoE layers."""
+        linear, other, comm = self._attention_block(m)
+        moe_layers = self._moe_layers
+        dense_layers = self._layers - moe_layers
+        if dense_layers:
+            lin, com = self._dense_mlp(m)
+            linear += lin * dense_layers / self._layers
+            comm += com * dense_layers / self._layers
+        if moe_layers:
+            lin, oth, com = self._moe_mlp(m)
+            share = moe_layers / self._layers
+            linear += lin * share
+            other += oth * share
+            comm += com * share
+        return (linear, other, comm)
 
     def _dense(self, m: int) -> tuple[float, float, float]:
         hit = self._dense_cache.get(m)
@@ -358,10 +645,10 @@ class InferenceCost:
         prefill_tokens: int = 0,
         prefill_context_tokens: int = 0,
     ) -> float:
-        """One transformer layer of an iteration: linear layers, attention, norms, rotary,
-        the layer's fixed overhead and its TP all-reduces; no embedding, LM head or
-        per-iteration engine overhead. `step(...).total_s` equals `layers *` this plus
-        those once-per-iteration parts."""
+        """One transformer layer of an iteration (a MoE model: the mean over its dense and
+        MoE layers): linear layers, attention, norms, rotary, the layer's fixed overhead and
+        its TP all-reduces; no embedding, LM head or per-iteration engine overhead.
+        `step(...).total_s` equals `layers *` this plus those once-per-iteration parts."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
         m = decode_seqs + prefill_tokens
         if m == 0:
@@ -390,7 +677,7 @@ class InferenceCost:
         The overhead is `decode_overhead_s` plus `decode_overhead_per_seq_s` per sequence in
         the iteration: the decodes and the prefilling sequences (the chunks with tokens, or
         one when `prefill_tokens` come without `prefill_chunks`), plus `prefill_overhead_s`
-        when the iteration prefills."""
+        when the iteration prefills, plus `eager_overhead_s` without CUDA graphs."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
         if prefill_chunks is not None and sum(t for t, _ in prefill_chunks) != prefill_tokens:
             raise ValueError("prefill_chunks must add up to prefill_tokens")
@@ -412,6 +699,8 @@ class InferenceCost:
         overhead = self._overhead + self._overhead_per_seq * seqs
         if prefill_tokens:
             overhead += self._prefill_overhead
+        if self._eager_launch_s:
+            overhead += self.eager_overhead_s(decode_seqs > 0, prefill_tokens > 0)
         return StepCost(linear, attention, other, comm, overhead)
 
     def decode_affine(self, batch: int) -> tuple[float, float]:
@@ -444,8 +733,21 @@ class InferenceCost:
         )
         return int(free_bytes // self.kv_bytes_per_token_per_gpu)
 
+    def weight_bytes(self) -> float:
+        """Bytes of the whole model as this engine stores it: every weight in the compute
+        dtype, or with FP8 weights 1 byte per layer weight and the embedding and LM head
+        (left unquantized) in the compute dtype."""
+        d = self.dtype_bytes
+        if not self._fp8:
+            return self.model.weight_bytes(d)
+        model = self.model
+        embed = model.vocab * model.hidden * (1 if model.tied_embeddings else 2)
+        return float((model.params - embed) * 1 + embed * d)
+
     def weight_bytes_per_gpu(self) -> float:
-        return self.model.weight_bytes(self.dtype_bytes) / self.tp
+        """This GPU's shard: dense and attention weights split tp ways, experts split ep
+        ways and each expert tp/ep ways, i.e. tp ways either way."""
+        return self.weight_bytes() / self.tp
 
     def weight_reload_s(self) -> float:
         """Copy this GPU's weight shard from host memory over PCIe (all GPUs in parallel)."""
@@ -458,6 +760,6 @@ class InferenceCost:
 
     def cold_start_s(self) -> float:
         """Fixed runtime start-up plus reading the whole checkpoint from storage."""
-        return self.profile.engine_cold_start_s + self.model.weight_bytes(self.dtype_bytes) / (
+        return self.profile.engine_cold_start_s + self.weight_bytes() / (
             self.profile.checkpoint_load_bandwidth_bytes_per_s
         )

@@ -288,6 +288,23 @@ class Profile(BaseModel):
             "batch), seconds."
         ),
     )
+    eager_launch_s: float = Field(
+        default=1.0e-5, ge=0,
+        description=(
+            "CPU time to dispatch one kernel from eager PyTorch (Python module call, ATen "
+            "dispatch, cudaLaunchKernel), seconds: paid per kernel of an iteration when the "
+            "engine runs without CUDA graphs (rollout.cuda_graphs false, vLLM "
+            "enforce_eager); graph replay launches the whole decode step at once."
+        ),
+    )
+    router_imbalance: float = Field(
+        default=1.3, ge=1,
+        description=(
+            "Tokens routed to the busiest expert-parallel rank of a MoE layer over the mean "
+            "(max / mean load) in inference; with rollout.ep > 1 that rank's expert GEMMs "
+            "gate the layer. 1: perfectly balanced."
+        ),
+    )
     engine_memory_reserve_bytes: float = Field(
         default=3.0 * 2**30, ge=0,
         description=(

@@ -1,38 +1,81 @@
-"""Cost of one trainer (DP x TP x PP x CP over a GPU pool): step, forward pass, state moves.
+"""Cost of one trainer (DP x TP x PP x CP, EP for MoE, over a GPU pool): step, forward pass,
+state moves.
 
-Owns `TrainStepCost` and `TrainCost`. The step time is FLOPs over an achieved MFU, plus the
-pipeline bubble, the data-parallel gradient traffic that compute does not hide, a
-memory-bound Adam update over the optimizer shard and a fixed per-step overhead; a
-forward-only pass is its FLOPs over the forward MFU plus a fixed overhead. Formulas and
-constants: docs/cost-model.md. Called once per train phase, not per event, so clarity beats speed.
+Owns `TrainStepCost`, `TrainBatching` and `TrainCost`. Two ways to price a step:
+
+- per kernel (a `TrainBackend` given: the default for scenarios): the step's samples, at
+  their real lengths, are split into mini-batches (one optimizer step each), dealt to the
+  data-parallel ranks, packed into micro-batches the way the backend does (dynamic batching
+  up to a token cap, or fixed micro-batches padded to their longest sample), and each
+  micro-batch is priced at its real shape from the calibrated GEMM model (forward: one GEMM
+  per weight; backward: the two transposed GEMMs), attention FLOPs at the profile's
+  attention efficiency, memory-bound elementwise kernels, and the collectives the layout
+  runs (TP all-reduces, CP ring or Ulysses exchange, EP all-to-all, FSDP gathers), plus a
+  fixed cost per micro-batch; then the 1F1B bubble, the DP traffic the backend does not
+  hide, the memory-bound Adam update and the PCIe offload round trips.
+- whole-step MFU (no backend: `train.mfu` set, or a profile calibrated on whole steps):
+  FLOPs over an achieved MFU plus the bubble, exposed DP traffic, Adam and fixed overheads.
+
+Formulas and constants: docs/cost-model.md section 3. Called once per train phase, not per
+event, so clarity beats speed.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from rlsim.config.hardware import GpuSpec, ModelSpec
-from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_reduce_scatter_s
+from rlsim.cost.backends import (
+    TrainBackend,
+    balance_over_ranks,
+    lookup_backend,
+    mini_batches,
+    pack_dynamic,
+    pack_fixed,
+    pad_to_multiple,
+    split_even,
+)
+from rlsim.cost.kernels import ElementwiseModel, GemmModel
+from rlsim.cost.network import (
+    nvlink_one_way_bytes_per_s,
+    ring_allreduce_s,
+    ring_reduce_scatter_s,
+)
 from rlsim.cost.profile import Profile
+
+if TYPE_CHECKING:
+    from rlsim.config.scenario import TrainConfig
 
 # Full activation recomputation re-runs the forward pass (2 of the 6 FLOPs per parameter).
 _RECOMPUTE_FACTOR = 4.0 / 3.0
+# FlashAttention's backward runs 5 matmuls of the forward's size where the forward runs 2
+# (dQ, dK, dV, dP and the recomputed S = QK^T): 2.5x the forward FLOPs (Dao, FlashAttention-2,
+# arXiv:2307.08691, section 3.1.2).
+_ATTENTION_BWD_FACTOR = 2.5
+
+Recompute = Literal["none", "selective", "full"]
 
 
 @dataclass(frozen=True, slots=True)
 class TrainStepCost:
-    """Seconds of one optimizer step, by kind of work."""
+    """Seconds of one train phase (all its optimizer steps), by kind of work."""
 
     compute_s: float
     bubble_s: float
     comm_s: float
     optimizer_s: float
     overhead_s: float = 0.0
+    offload_s: float = 0.0
+    micro_batches: int = 0
+    optimizer_steps: int = 1
 
     @property
     def total_s(self) -> float:
-        return self.compute_s + self.bubble_s + self.comm_s + self.optimizer_s + self.overhead_s
+        return (self.compute_s + self.bubble_s + self.comm_s + self.optimizer_s
+                + self.overhead_s + self.offload_s)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -41,8 +84,55 @@ class TrainStepCost:
             "comm_s": self.comm_s,
             "optimizer_s": self.optimizer_s,
             "overhead_s": self.overhead_s,
+            "offload_s": self.offload_s,
             "total_s": self.total_s,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TrainBatching:
+    """How a step's samples are batched, and what is recomputed or offloaded (veRL's names
+    in docs/scenario.md). Token caps are per micro-batch of one model replica."""
+
+    recompute: Recompute = "full"
+    ppo_mini_batch_size: int | None = None  # prompts per optimizer step; None: all
+    ppo_epochs: int = 1
+    micro_batch_size: int | None = None  # samples per padded micro-batch; None: dynamic
+    max_tokens: int | None = None  # dynamic batching's cap; None: TrainCost.micro_batch_tokens
+    log_prob_micro_batch_size: int | None = None  # None: as training
+    log_prob_max_tokens: int | None = None  # None: as training
+    param_offload: bool = False
+    grad_offload: bool = False
+    optimizer_offload: bool = False
+    ep: int = 1  # expert-parallel degree (MoE)
+
+    def __post_init__(self) -> None:
+        for name in ("ppo_mini_batch_size", "micro_batch_size", "max_tokens",
+                     "log_prob_micro_batch_size", "log_prob_max_tokens"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"{name} must be >= 1, got {v}")
+        if self.ppo_epochs < 1 or self.ep < 1:
+            raise ValueError("ppo_epochs and ep must be >= 1")
+        if self.recompute not in ("none", "selective", "full"):
+            raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+
+
+@dataclass(slots=True)
+class _Pass:
+    """Seconds of one pass (forward, or forward + backward) over one rank's micro-batches."""
+
+    compute_s: float = 0.0
+    comm_s: float = 0.0
+    overhead_s: float = 0.0
+    bubble_s: float = 0.0
+    micro_batches: int = 0
+    last_bwd_s: float = 0.0  # the last micro-batch's backward (Megatron hides DP traffic there)
+    parts: list[float] = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.comm_s + self.overhead_s + self.bubble_s
 
 
 class TrainCost:
@@ -61,6 +151,8 @@ class TrainCost:
         micro_batch_tokens: int = 16384,
         seq_tokens: int = 4096,
         dtype_bytes: int | None = None,
+        backend: TrainBackend | None = None,
+        batching: TrainBatching | None = None,
     ) -> None:
         for name, value in (("gpus", gpus), ("tp", tp), ("pp", pp), ("cp", cp),
                             ("micro_batch_tokens", micro_batch_tokens),
@@ -89,10 +181,74 @@ class TrainCost:
         self.dtype_bytes = profile.dtype_bytes if dtype_bytes is None else dtype_bytes
         if self.dtype_bytes <= 0:
             raise ValueError(f"dtype_bytes must be > 0, got {self.dtype_bytes}")
+        self.backend = backend
+        if batching is None:
+            batching = TrainBatching(recompute="full" if recompute_activations else "none")
+        self.batching = batching
+        self.ep = batching.ep
+        if backend is not None:
+            self._check_backend(backend)
         self._flops_per_s = profile.train_mfu * gpu.bf16_tflops * 1e12 * gpus
         self._fwd_flops_per_s = profile.forward_pass_mfu * gpu.bf16_tflops * 1e12 * gpus
+        self._gemm = GemmModel(gpu, profile, self.dtype_bytes)
+        self._elem = ElementwiseModel(gpu, profile)
+        self._gemm_memo: dict[tuple[int, bool], float] = {}
 
-    # ----- FLOPs -----
+    @classmethod
+    def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
+                    profile: Profile) -> TrainCost:
+        """The trainer a scenario's `train` section describes: per kernel with its backend's
+        constants, or by whole-step MFU when `train.mfu` is set (it replaces the profile's
+        train_mfu and forward_mfu) or `train.backend` is `profile`."""
+        t = train
+        if t.mfu is not None:
+            profile = profile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
+        backend = None if t.mfu is not None or t.backend == "profile" else lookup_backend(
+            t.backend)
+        recompute: Recompute = t.recompute if t.recompute is not None else (
+            "full" if t.recompute_activations else "none")
+        cp = t.cp
+
+        def per_replica(per_gpu: int | None) -> int | None:
+            return None if per_gpu is None else per_gpu * cp
+
+        batching = TrainBatching(
+            recompute=recompute,
+            ppo_mini_batch_size=t.ppo_mini_batch_size,
+            ppo_epochs=t.ppo_epochs,
+            micro_batch_size=t.micro_batch_size_per_gpu,
+            max_tokens=per_replica(t.max_token_len_per_gpu),
+            log_prob_micro_batch_size=t.log_prob_micro_batch_size_per_gpu,
+            log_prob_max_tokens=per_replica(t.log_prob_max_token_len_per_gpu),
+            param_offload=t.param_offload,
+            grad_offload=t.grad_offload,
+            optimizer_offload=t.optimizer_offload,
+            ep=t.ep,
+        )
+        return cls(model, gpu, gpus, t.tp, t.pp, t.cp, profile,
+                   recompute != "none", t.micro_batch_tokens, backend=backend,
+                   batching=batching)
+
+    def _check_backend(self, b: TrainBackend) -> None:
+        if not b.supports_tp_pp and (self.tp > 1 or self.pp > 1):
+            raise ValueError(
+                f"backend {b.name} has no tensor or pipeline parallelism (tp={self.tp}, "
+                f"pp={self.pp}): use backend megatron, or tp 1 and pp 1 (cp is its "
+                "Ulysses sequence parallelism)")
+        moe = self.model.moe
+        if self.ep > 1:
+            if moe is None:
+                raise ValueError(f"ep={self.ep} needs an MoE model; {self.model.name} is dense")
+            if not b.supports_tp_pp:
+                raise ValueError(f"backend {b.name} has no expert parallelism: use megatron")
+            if (self.dp * self.cp) % self.ep:
+                raise ValueError(f"ep={self.ep} must divide dp*cp = {self.dp * self.cp}")
+            if moe.experts % self.ep:
+                raise ValueError(f"ep={self.ep} must divide the {moe.experts} experts")
+        if self.model.layers % self.pp:
+            raise ValueError(f"pp={self.pp} must divide the model's {self.model.layers} layers")
+
+    # ----- FLOPs (whole-step MFU path) -----
 
     def _attention_fwd_flops_per_token(self, seq_tokens: float) -> float:
         # Causal attention: a token attends to seq/2 earlier tokens on average; QK^T and PV
@@ -104,14 +260,7 @@ class TrainCost:
             2.0 * self.model.matmul_params + self._attention_fwd_flops_per_token(seq_tokens)
         )
 
-    # ----- public costs -----
-
-    def train_step(self, tokens: int, seq_tokens: float | None = None) -> TrainStepCost:
-        """One optimizer step over `tokens` tokens (sequences of `seq_tokens` on average);
-        `train_step_overhead_s` is paid once per step, like the Adam update."""
-        if tokens < 0:
-            raise ValueError(f"tokens must be >= 0, got {tokens}")
-        seq = self.seq_tokens if seq_tokens is None else seq_tokens
+    def _mfu_step(self, tokens: int, seq: float) -> TrainStepCost:
         flops = 3.0 * self._fwd_flops(tokens, seq)  # forward + backward (2x forward)
         if self.recompute_activations:
             flops *= _RECOMPUTE_FACTOR
@@ -125,61 +274,84 @@ class TrainCost:
         comm_total_s = self.dp_comm_s()
         hidden_s = min(self.profile.train_comm_overlap_fraction * comm_total_s, compute_s)
         comm_s = comm_total_s - hidden_s
+        return TrainStepCost(compute_s, bubble_s, comm_s, self._optimizer_s(),
+                             self.profile.train_step_overhead_s, micro_batches=m)
 
-        optimizer_s = (
-            self.model.params / self.gpus * self.profile.train_optimizer_bytes_per_param
-        ) / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency)
-        return TrainStepCost(compute_s, bubble_s, comm_s, optimizer_s,
-                             self.profile.train_step_overhead_s)
+    # ----- public costs -----
+
+    def train_step(self, tokens: int, seq_tokens: float | None = None,
+                   lengths: Sequence[int] | None = None,
+                   prompts: int | None = None) -> TrainStepCost:
+        """The train phase over `tokens` tokens: sequences of `lengths` tokens each (None:
+        sequences of `seq_tokens`, or the default length), from `prompts` prompts (sets the
+        mini-batches: one optimizer step each, `ppo_epochs` times). Without a backend: one
+        optimizer step priced by FLOPs over `train_mfu`."""
+        if tokens < 0:
+            raise ValueError(f"tokens must be >= 0, got {tokens}")
+        seq = self.seq_tokens if seq_tokens is None else seq_tokens
+        if self.backend is None:
+            return self._mfu_step(tokens, seq)
+        return self._kernel_step(self._lengths(tokens, seq, lengths), prompts, optimizer=True)
 
     def with_gpus(self, gpus: int) -> TrainCost:
         """The same layout (TP, PP, CP) on `gpus` GPUs, i.e. another data-parallel degree;
         raises ValueError when `gpus` does not hold whole model replicas."""
         return TrainCost(self.model, self.gpu, gpus, self.tp, self.pp, self.cp, self.profile,
                          self.recompute_activations, self.micro_batch_tokens, self.seq_tokens,
-                         self.dtype_bytes)
+                         self.dtype_bytes, self.backend, self.batching)
 
-    def grad_s(self, tokens: int, seq_tokens: float | None = None) -> float:
+    def grad_s(self, tokens: int, seq_tokens: float | None = None,
+               lengths: Sequence[int] | None = None) -> float:
         """Forward and backward over `tokens` tokens with the gradients kept (accumulated):
         a train step without its optimizer update and gradient synchronization."""
-        step = self.train_step(tokens, seq_tokens)
-        return step.compute_s + step.bubble_s
+        seq = self.seq_tokens if seq_tokens is None else seq_tokens
+        if self.backend is None:
+            step = self.train_step(tokens, seq)
+            return step.compute_s + step.bubble_s
+        step = self._kernel_step(self._lengths(tokens, seq, lengths), None, optimizer=False)
+        return step.compute_s + step.bubble_s + step.comm_s + step.overhead_s
 
-    def forward_s(self, tokens: int, seq_tokens: float | None = None) -> float:
-        """Forward-only pass (reference / old log-probs) over `tokens` tokens: FLOPs at
-        `forward_mfu` (None: `train_mfu`) plus `forward_overhead_s`; 0 for no tokens."""
+    def forward_s(self, tokens: int, seq_tokens: float | None = None,
+                  lengths: Sequence[int] | None = None) -> float:
+        """Forward-only pass (reference / old log-probs, critic values) over `tokens`
+        tokens; 0 for no tokens. Without a backend: FLOPs at `forward_mfu` plus
+        `forward_overhead_s`; with one: the log-prob micro-batches priced per kernel."""
         if tokens < 0:
             raise ValueError(f"tokens must be >= 0, got {tokens}")
         if tokens == 0:
             return 0.0
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
-        return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s + (
-            self.profile.forward_overhead_s
-        )
+        if self.backend is None:
+            return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s + (
+                self.profile.forward_overhead_s
+            )
+        return self._kernel_forward(self._lengths(tokens, seq, lengths))
 
     def dp_comm_s(self) -> float:
-        """Per-step gradient reduce-scatter + parameter all-gather over the DP x CP group."""
+        """Per-step gradient reduce-scatter + parameter all-gather over the DP x CP group
+        (whole-step MFU path: profile's bytes per parameter)."""
         group = self.dp * self.cp
         if group <= 1:
             return 0.0
         shard_params = self.model.params / (self.tp * self.pp)
         size_bytes = shard_params * self.profile.train_dp_comm_bytes_per_param
-        # Ranks of one DP group are tp*cp apart; the group leaves the node when its span does.
-        if self.tp * self.cp * self.dp > self.gpu.gpus_per_node:
-            bw = self.gpu.network_bandwidth * self.profile.network_efficiency
-        else:
-            bw = nvlink_one_way_bytes_per_s(self.gpu.nvlink_bandwidth) * (
-                self.profile.allreduce_bus_efficiency
-            )
-        return ring_reduce_scatter_s(size_bytes, group, bw, self.profile.allreduce_latency_s)
+        return ring_reduce_scatter_s(size_bytes, group, self._dp_bw(),
+                                     self.profile.allreduce_latency_s)
 
     def weight_bytes(self) -> float:
         """All parameters in the compute dtype (what a full weight sync moves)."""
         return self.model.weight_bytes(self.dtype_bytes)
 
     def state_bytes_per_gpu(self) -> float:
-        """Params + grads + Adam state (mixed precision), sharded over all GPUs (ZeRO-3)."""
-        return self.model.params * self.profile.train_state_bytes_per_param / self.gpus
+        """Params + grads + optimizer state on one GPU: the backend's bytes per parameter
+        and sharding (Megatron: params and grads over TP x PP (x EP for experts), the
+        optimizer over all GPUs; FSDP: everything over all GPUs); without a backend, the
+        profile's bytes per parameter sharded over all GPUs (ZeRO-3 style)."""
+        b = self.backend
+        if b is None:
+            return self.model.params * self.profile.train_state_bytes_per_param / self.gpus
+        return (self._params_per_gpu() * (b.param_bytes + b.grad_bytes)
+                + self.model.params / self.gpus * b.optimizer_bytes)
 
     def offload_s(self) -> float:
         """Move this GPU's trainer state to host memory over PCIe."""
@@ -190,3 +362,346 @@ class TrainCost:
     def reload_s(self) -> float:
         """Move this GPU's trainer state back from host memory over PCIe."""
         return self.offload_s()
+
+    def pass_offload_s(self, train: bool) -> float:
+        """PCIe round trips of one pass (veRL param_offload / grad_offload /
+        optimizer_offload): each offloaded part of this GPU's state is loaded before the
+        pass and offloaded after it, 2 * bytes / (pcie_bandwidth * pcie_efficiency); grads
+        and optimizer state only around a train pass."""
+        b = self.backend
+        bt = self.batching
+        if b is None:
+            return 0.0
+        size = 0.0
+        if bt.param_offload:
+            size += self._params_per_gpu() * b.param_bytes
+        if train and bt.grad_offload:
+            size += self._params_per_gpu() * b.grad_bytes
+        if train and bt.optimizer_offload:
+            size += self.model.params / self.gpus * b.optimizer_bytes
+        return 2.0 * size / (self.gpu.pcie_bandwidth * self.profile.pcie_efficiency)
+
+    # ----- per-kernel path -----
+
+    def _lengths(self, tokens: int, seq: float, lengths: Sequence[int] | None) -> list[int]:
+        if lengths is not None:
+            if any(n < 0 for n in lengths):
+                raise ValueError("lengths must be >= 0")
+            return [int(n) for n in lengths if n > 0]
+        if tokens == 0:
+            return []
+        n = max(1, round(tokens / max(seq, 1.0)))
+        base, extra = divmod(tokens, n)
+        return [base + (1 if i < extra else 0) for i in range(n)]
+
+    def _params_per_gpu(self) -> float:
+        """Parameters resident on one GPU (FSDP: a 1/gpus shard; Megatron: dense over TP x
+        PP, routed experts over TP x PP x EP)."""
+        b = self.backend
+        if b is not None and b.shard_params_over_dp:
+            return self.model.params / self.gpus
+        experts = self._routed_expert_params()
+        return (self.model.params - experts) / (self.tp * self.pp) + experts / (
+            self.tp * self.pp * self.ep)
+
+    def _routed_expert_params(self) -> float:
+        moe = self.model.moe
+        if moe is None:
+            return 0.0
+        return float(self.model.moe_layers * moe.experts * self.model.expert_params)
+
+    def _optimizer_s(self) -> float:
+        return (self.model.params / self.gpus * self.profile.train_optimizer_bytes_per_param
+                ) / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency)
+
+    def _nvlink_bw(self) -> float:
+        return nvlink_one_way_bytes_per_s(self.gpu.nvlink_bandwidth) * (
+            self.profile.allreduce_bus_efficiency)
+
+    def _net_bw(self) -> float:
+        return self.gpu.network_bandwidth * self.profile.network_efficiency
+
+    def _group_bw(self, span_gpus: int) -> float:
+        """One-direction bandwidth of a group whose ranks span `span_gpus` consecutive GPUs."""
+        return self._net_bw() if span_gpus > self.gpu.gpus_per_node else self._nvlink_bw()
+
+    def _dp_bw(self) -> float:
+        # Ranks of one DP group are tp*cp apart; the group leaves the node when its span does.
+        return self._group_bw(self.tp * self.cp * self.dp)
+
+    def _gemms(self, m: int, backward: bool) -> float:
+        """All GEMMs of the model on one GPU for `m` tokens: forward, or backward (dgrad
+        (m x n) @ (n x k) and wgrad (k x m) @ (m x n) per forward GEMM (m x k) @ (k x n))."""
+        key = (m, backward)
+        hit = self._gemm_memo.get(key)
+        if hit is not None:
+            return hit
+        g = self._gemm.time_s
+
+        def one(rows: int, n: int, k: int, count: float = 1.0) -> float:
+            if rows <= 0 or n <= 0 or k <= 0:
+                return 0.0
+            if backward:
+                return count * (g(rows, k, n) + g(k, n, rows))
+            return count * g(rows, n, k)
+
+        mo, tp = self.model, self.tp
+        h = mo.hidden
+        if mo.mla is None:
+            attn = one(m, (mo.q_dim + 2 * mo.kv_dim) // tp, h) + one(m, h, mo.q_dim // tp)
+        else:  # MLA's low-rank projections, priced as one GEMM of the same weights
+            attn = one(m, mo.attn_params // (h * tp), h)
+        up = 2 if mo.gated_mlp else 1
+        dense_mlp = one(m, up * mo.ffn // tp, h) + one(m, h, mo.ffn // tp)
+        moe = mo.moe
+        total = mo.layers * attn + one(m, mo.vocab // tp, h)
+        if moe is None:
+            total += mo.layers * dense_mlp
+        else:
+            moe_layers = mo.moe_layers
+            imb = self.backend.router_imbalance if self.backend is not None else 1.0
+            local_experts = moe.experts // self.ep
+            # Tokens one local expert receives: m tokens x top-k spread over the experts,
+            # the busiest rank's share (router imbalance) of what its EP group sends.
+            t_e = math.ceil(m * moe.experts_per_token * imb * self.ep / moe.experts)
+            fe = moe.expert_ffn
+            experts = one(t_e, up * fe // tp, h, local_experts) + one(t_e, h, fe // tp,
+                                                                      local_experts)
+            fs = moe.shared_ffn
+            shared = moe.shared_experts * (one(m, up * fs // tp, h) + one(m, h, fs // tp))
+            router = one(m, moe.experts, h)
+            total += (mo.layers - moe_layers) * dense_mlp + moe_layers * (
+                experts + shared + router)
+        self._gemm_memo[key] = total
+        return total
+
+    def _elementwise(self, m: int) -> float:
+        """Forward memory-bound kernels of the model on one GPU for `m` tokens: per layer
+        two fused add+RMSNorms, rotary, the MLP activation; the LM head's fp32 log-softmax."""
+        mo, tp, d = self.model, self.tp, self.dtype_bytes
+        e = self._elem.time_s
+        moe = mo.moe
+        if moe is None:
+            act_ffn = float(mo.ffn)
+        else:
+            fs = moe.shared_ffn
+            act_ffn = moe.experts_per_token * moe.expert_ffn + moe.shared_experts * fs
+        per_layer = (2 * e(4.0 * m * mo.hidden * d)
+                     + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
+                     + e(3.0 * m * act_ffn / tp * d))
+        return mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
+
+    def _attention_s(self, pairs_per_gpu: float, backward: bool) -> float:
+        """Causal attention of one pass on one GPU: 4 * q_dim/tp FLOPs per (query, key)
+        pair per layer at `attention_flops_efficiency`, 2.5x that backward."""
+        mo = self.model
+        flops = 4.0 * mo.q_dim / self.tp * pairs_per_gpu * mo.layers
+        if backward:
+            flops *= _ATTENTION_BWD_FACTOR
+        return flops / (self.gpu.bf16_tflops * 1e12 * self.profile.attention_flops_efficiency
+                        ) + mo.layers * self.profile.attention_fixed_s
+
+    def tp_comm_s(self, m: int) -> float:
+        """One forward's TP traffic for `m` tokens per GPU: 2 all-reduces of m * hidden *
+        dtype per layer (or sequence parallelism's reduce-scatter + all-gather: the same
+        bytes) over NVLink; the backward runs as many."""
+        if self.tp <= 1 or m <= 0:
+            return 0.0
+        size = m * self.model.hidden * self.dtype_bytes
+        return 2 * self.model.layers * ring_allreduce_s(
+            size, self.tp, self._nvlink_bw(), self.profile.allreduce_latency_s)
+
+    def ep_alltoall_bytes(self, m: int) -> float:
+        """Bytes one GPU sends in one all-to-all (dispatch or combine) of an MoE layer for
+        `m` tokens: m * top-k * hidden * dtype * (ep-1)/ep."""
+        moe = self.model.moe
+        if moe is None or self.ep <= 1:
+            return 0.0
+        return (m * moe.experts_per_token * self.model.hidden * self.dtype_bytes
+                * (self.ep - 1) / self.ep)
+
+    def ep_comm_s(self, m: int) -> float:
+        """One forward's EP traffic for `m` tokens per GPU: dispatch + combine per MoE
+        layer, each waiting for the busiest rank (x router_imbalance); the backward runs as
+        many (the gradients of both)."""
+        size = self.ep_alltoall_bytes(m)
+        if size <= 0:
+            return 0.0
+        imb = self.backend.router_imbalance if self.backend is not None else 1.0
+        bw = self._group_bw(self.ep * self.tp)
+        one = self.profile.allreduce_latency_s + size * imb / bw
+        return 2 * self.model.moe_layers * one
+
+    def cp_comm_s(self, m: int, attention_s: float, backward: bool) -> float:
+        """Exposed context-parallel traffic of one pass for `m` tokens per GPU. Ring
+        (Megatron): per layer cp-1 steps each passing this rank's K and V (m * 2 * kv_dim/tp
+        * dtype), twice as much backward (K, V and their gradients), overlapped with the
+        layer's attention: max(0, ring - attention). Ulysses (FSDP): per layer two
+        all-to-alls (q, k, v in; the output back) of (cp-1)/cp of their bytes, not
+        overlapped."""
+        cp = self.cp
+        if cp <= 1 or m <= 0:
+            return 0.0
+        mo, d, lat = self.model, self.dtype_bytes, self.profile.allreduce_latency_s
+        bw = self._group_bw(self.tp * cp)
+        assert self.backend is not None
+        if self.backend.sequence_parallel == "ulysses":
+            size = m * (2 * mo.q_dim + 2 * mo.kv_dim) / self.tp * d * (cp - 1) / cp
+            return mo.layers * (2 * lat + size / bw)
+        kv = m * 2 * mo.kv_dim / self.tp * d
+        ring = mo.layers * (cp - 1) * (lat + kv / bw) * (2.0 if backward else 1.0)
+        return max(0.0, ring - attention_s)
+
+    def _micro_batch(self, seqs: Sequence[int], backward: bool,
+                     recompute: Recompute) -> tuple[float, float, float]:
+        """(compute_s, comm_s, backward_s) of one micro-batch of sequences `seqs` (padded
+        lengths) on one replica, the whole model (all pipeline stages together)."""
+        cp = self.cp
+        ring = self.backend is not None and self.backend.sequence_parallel == "ring"
+        if cp > 1 and ring:
+            seqs = [pad_to_multiple(s, 2 * cp) for s in seqs]  # 2*cp load-balanced chunks
+        tokens = sum(seqs)
+        m = -(-tokens // cp)
+        pairs = sum(s * (s + 1) / 2.0 for s in seqs) / cp
+        attn_f = self._attention_s(pairs, False)
+        fwd = self._gemms(m, False) + attn_f + self._elementwise(m)
+        comm_f = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_f, False)
+        if not backward:
+            return fwd, comm_f, 0.0
+        attn_b = self._attention_s(pairs, True)
+        bwd = self._gemms(m, True) + attn_b + 2.0 * self._elementwise(m)
+        comm_b = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_b, True)
+        if recompute == "full":
+            bwd += fwd
+            comm_b += comm_f
+        elif recompute == "selective":
+            bwd += attn_f
+        return fwd + bwd, comm_f + comm_b, bwd + comm_b
+
+    def _fsdp_comm_s(self, backward: bool) -> float:
+        """FSDP's per-micro-batch traffic: the parameters all-gathered for the forward (and
+        again for the backward) and the gradients reduce-scattered, over all GPUs."""
+        b = self.backend
+        assert b is not None
+        if self.gpus <= 1:
+            return 0.0
+        per_param = b.gather_bytes_per_param * (2 if backward else 1)
+        if backward:
+            per_param += b.reduce_bytes_per_param
+        # One collective per FSDP unit (layer) per direction: latency per layer.
+        calls = self.model.layers * (3 if backward else 1)
+        size = self.model.params * per_param
+        return calls * self.profile.allreduce_latency_s + (self.gpus - 1) / self.gpus * (
+            size / self._group_bw(self.gpus))
+
+    def _rank_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
+                   max_tokens: int, recompute: Recompute, micro_batches: int) -> _Pass:
+        """One rank's pass over its samples: packed, priced per micro-batch, pipelined."""
+        b = self.backend
+        assert b is not None
+        if micro_batch_size is not None:
+            mbs = pack_fixed(lengths, micro_batch_size)
+        else:
+            mbs = pack_dynamic(lengths, max_tokens)
+        out = _Pass()
+        fsdp = self._fsdp_comm_s(backward) if b.gather_per_micro_batch else 0.0
+        for seqs in mbs:
+            compute, comm, bwd = self._micro_batch(seqs, backward, recompute)
+            out.compute_s += compute
+            out.comm_s += comm
+            if fsdp:
+                out.comm_s += fsdp - min(b.dp_overlap_fraction * fsdp, compute)
+            out.last_bwd_s = bwd
+        # Ranks run as many micro-batches as the rank with the most (collectives match).
+        count = max(len(mbs), micro_batches)
+        if fsdp and count > len(mbs):
+            out.comm_s += (count - len(mbs)) * fsdp
+        out.micro_batches = count
+        out.overhead_s = count * b.micro_batch_overhead_s
+        pp = self.pp
+        if pp > 1:
+            # Each stage holds L/pp layers; 1F1B adds (p-1) micro-batch slots: the bubble is
+            # (p-1)/(m+p-1) of the pipelined time.
+            out.compute_s /= pp
+            out.comm_s /= pp
+            out.last_bwd_s /= pp
+            out.bubble_s = (out.compute_s + out.comm_s + out.overhead_s) * (pp - 1) / max(
+                count, 1)
+        return out
+
+    def _ranks_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
+                    max_tokens: int, recompute: Recompute) -> _Pass:
+        """The slowest data-parallel rank's pass over `lengths` (all ranks wait for it)."""
+        per_rank = balance_over_ranks(lengths, self.dp)
+        if micro_batch_size is not None:
+            counts = [-(-len(r) // micro_batch_size) for r in per_rank]
+        else:
+            counts = [len(pack_dynamic(r, max_tokens)) for r in per_rank]
+        most = max(counts, default=0)
+        passes = [self._rank_pass(r, backward, micro_batch_size, max_tokens, recompute, most)
+                  for r in per_rank]
+        return max(passes, key=lambda p: p.total_s)
+
+    def _megatron_dp_s(self) -> float:
+        """Megatron's per-optimizer-step DP traffic: gradients reduce-scattered and the
+        updated parameters all-gathered over DP x CP (routed experts over DP x CP / EP)."""
+        b = self.backend
+        assert b is not None
+        experts = self._routed_expert_params()
+        dense = (self.model.params - experts) / (self.tp * self.pp)
+        per_param = b.gather_bytes_per_param + b.reduce_bytes_per_param
+        lat = self.profile.allreduce_latency_s
+        group = self.dp * self.cp
+        bw = self._dp_bw()
+        t = ring_reduce_scatter_s(dense * per_param, group, bw, 2 * lat)
+        if experts:
+            eg = group // self.ep
+            t += ring_reduce_scatter_s(experts / (self.tp * self.pp * self.ep) * per_param,
+                                       eg, bw, 2 * lat)
+        return t
+
+    def _max_tokens(self, log_prob: bool) -> int:
+        bt = self.batching
+        if log_prob and bt.log_prob_max_tokens is not None:
+            return bt.log_prob_max_tokens
+        return bt.max_tokens if bt.max_tokens is not None else self.micro_batch_tokens
+
+    def _kernel_step(self, lengths: list[int], prompts: int | None,
+                     optimizer: bool) -> TrainStepCost:
+        b, bt = self.backend, self.batching
+        assert b is not None
+        steps = mini_batches(prompts, bt.ppo_mini_batch_size) if optimizer else 1
+        chunks = split_even(lengths, steps)
+        compute = comm = overhead = bubble = opt = 0.0
+        mbs = 0
+        for _epoch in range(bt.ppo_epochs if optimizer else 1):
+            for chunk in chunks:
+                p = self._ranks_pass(chunk, True, bt.micro_batch_size, self._max_tokens(False),
+                                     bt.recompute)
+                compute += p.compute_s
+                comm += p.comm_s
+                overhead += p.overhead_s
+                bubble += p.bubble_s
+                mbs += p.micro_batches
+                if optimizer:
+                    if not b.gather_per_micro_batch:
+                        dp = self._megatron_dp_s()
+                        comm += dp - min(b.dp_overlap_fraction * dp, p.last_bwd_s)
+                    opt += self._optimizer_s()
+        n_steps = len(chunks) * bt.ppo_epochs if optimizer else 0
+        offload = self.pass_offload_s(train=True) if optimizer else 0.0
+        return TrainStepCost(compute, bubble, comm, opt, overhead, offload,
+                             micro_batches=mbs, optimizer_steps=n_steps)
+
+    def _kernel_forward(self, lengths: list[int]) -> float:
+        # Log-prob micro-batches: fixed when log_prob_micro_batch_size is set, dynamic when
+        # log_prob_max_tokens is, else as the training pass.
+        bt = self.batching
+        if bt.log_prob_micro_batch_size is not None:
+            fixed: int | None = bt.log_prob_micro_batch_size
+        elif bt.log_prob_max_tokens is not None:
+            fixed = None
+        else:
+            fixed = bt.micro_batch_size
+        p = self._ranks_pass(lengths, False, fixed, self._max_tokens(True), "none")
+        return p.total_s + self.pass_offload_s(train=False)

@@ -8,6 +8,7 @@ naming the field to change.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,7 +19,13 @@ from rlsim.config.hardware import ModelSpec
 from rlsim.config.placement import Placement, resolve_placement
 from rlsim.config.scenario import PoolConfig, Scenario
 from rlsim.cost.fit import FitError, check_sequence, engine_fit
-from rlsim.cost.inference import InferenceCost
+from rlsim.cost.inference import (
+    DEFAULT_OPTIONS,
+    EngineOptions,
+    InferenceCost,
+    check_options,
+    check_tp,
+)
 from rlsim.cost.profile import Profile, builtin_profile, load_profile
 from rlsim.cost.streamed import StreamedWeightsCost
 from rlsim.cost.training import TrainCost
@@ -88,16 +95,40 @@ def _profile(pool: PoolConfig, field: str) -> Profile:
 
 def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,
                  field: str, reserved_bytes_per_gpu: float = 0.0,
-                 need_tokens: int = 1) -> tuple[InferenceCost, int]:
+                 need_tokens: int = 1,
+                 options: EngineOptions = DEFAULT_OPTIONS) -> tuple[InferenceCost, int]:
     """The engine's cost model and KV capacity; `reserved_bytes_per_gpu` is memory another
     model on the same GPUs holds (an mps judge), taken from the KV cache; `need_tokens` is
     the KV an engine must hold (one longest sequence), for the advice when it cannot. The
-    checks are `rlsim estimate`'s (`cost.fit`)."""
+    checks are `rlsim estimate`'s (`cost.fit`); `options` (CUDA graphs, FP8, EP: the
+    scenario's rollout switches) are checked first, each error naming its field."""
+    if options == DEFAULT_OPTIONS:
+        try:
+            return engine_fit(model, pool.gpu_spec, tp, util, profile, reserved_bytes_per_gpu,
+                              need_tokens)
+        except ValueError as err:  # too large for its GPUs, or a TP the model cannot take
+            raise ScenarioError(field, str(err)) from None
     try:
-        return engine_fit(model, pool.gpu_spec, tp, util, profile, reserved_bytes_per_gpu,
-                          need_tokens)
-    except ValueError as err:  # too large for its GPUs, or a TP the model cannot take
+        check_tp(model, pool.gpu_spec, tp)
+    except ValueError as err:
         raise ScenarioError(field, str(err)) from None
+    try:
+        check_options(model, pool.gpu_spec, tp, options)
+    except ValueError as err:
+        name = str(err).split("=")[0].split(" ")[0]  # "dtype", "kv_cache_dtype" or "ep"
+        raise ScenarioError(f"rollout.{name}", str(err)) from None
+    # FP8 weights and KV change what fits, so the BF16 fit check of `engine_fit` does not
+    # apply; the same memory balance, at this engine's own byte counts.
+    cost = InferenceCost(model, pool.gpu_spec, tp, profile, options=options)
+    kv = cost.kv_capacity_tokens(util) - math.ceil(
+        reserved_bytes_per_gpu / cost.kv_bytes_per_token_per_gpu)
+    if kv <= 0:
+        raise ScenarioError(field, (
+            f"{model.name} does not fit: {cost.weight_bytes_per_gpu() / GIB:.1f} GiB of "
+            f"{options.dtype} weights per GPU at TP {tp} leave no KV cache in "
+            f"{pool.gpu_spec.name}'s {pool.gpu_spec.hbm / GIB:.1f} GiB x {util} less the "
+            f"{profile.engine_memory_reserve_bytes / GIB:.1f} GiB engine reserve; raise tp"))
+    return cost, kv
 
 
 def _check_longest(scenario: Scenario, pool: PoolConfig, cost: InferenceCost, kv: int,
@@ -132,8 +163,11 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
         # Belayer's idle shadow shares the weights and the KV arena but holds its own
         # context and workspace on every GPU: memory the KV cache gives up, faults or not
         reserved += scenario.recovery.engine.shadow_memory
+    engine_options = EngineOptions(cuda_graphs=r.cuda_graphs, dtype=r.dtype,
+                                   kv_cache_dtype=r.kv_cache_dtype, ep=r.ep)
     engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
-                                   "rollout.tp", reserved, w.max_prompt_len + w.max_response_len)
+                                   "rollout.tp", reserved, w.max_prompt_len + w.max_response_len,
+                                   engine_options)
     _check_longest(scenario, rpool, engine_cost, kv, r.gpu_memory_utilization, reserved)
     engines = [
         RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
@@ -143,10 +177,10 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     ]
     t = scenario.train
     tprofile = profiles[tpool.name]
-    if t.mfu is not None:
-        tprofile = tprofile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
-    train_cost = TrainCost(model, tpool.gpu_spec, place.train_gpus, t.tp, t.pp, t.cp, tprofile,
-                           t.recompute_activations, t.micro_batch_tokens)
+    try:  # the scenario's backend and batching, or its whole-step MFU (train.mfu)
+        train_cost = TrainCost.from_config(model, tpool.gpu_spec, place.train_gpus, t, tprofile)
+    except ValueError as e:
+        raise ScenarioError("train", str(e)) from None
     state = train_cost.state_bytes_per_gpu()
     if state > tpool.gpu_spec.hbm:
         raise ScenarioError(
@@ -203,7 +237,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
         link.bandwidth = _sync_bandwidth(scenario, place, tprofile, tp)
         if tp not in layouts:
             cost, kv_tp = _engine_cost(model, rpool, tp, r.gpu_memory_utilization, rprofile,
-                                       "rollout.tp", reserved)
+                                       "rollout.tp", reserved, options=engine_options)
             built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
                                    r.max_batched_tokens, recorder, scenario.engine_mode,
                                    rpool.name, tp, r.prefix_caching, r.request_overhead)
@@ -288,10 +322,16 @@ def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile,
     rest over the inter-node network, in proportion to where the shards live.
     Disaggregated, the trainer sends parallel shards over the network, unless both roles
     sit on one node (then NVLink). The narrower of sender ports and receiver ports bounds it.
+
+    That is the `link` scheme's rate (the weight bytes over the engine's `tp` ports). Every
+    other scheme (`rlsim.cost.weightsync`) sends the bytes each engine *rank* receives, so
+    its link is one GPU's port: the same without the `tp` / ports factor. A given
+    `link.bandwidth` is the path's rate either way.
     """
     if scenario.link.bandwidth is not None:
         return scenario.link.bandwidth
-    rollout_tp = scenario.rollout.tp if tp is None else tp
+    per_rank = scenario.weight_sync.scheme != "link"
+    rollout_tp = 1 if per_rank else (scenario.rollout.tp if tp is None else tp)
     rpool, tpool = place.rollout_pool, place.train_pool
     rgpu, tgpu = rpool.gpu_spec, tpool.gpu_spec
     nvlink = rgpu.nvlink_bandwidth / 2 * profile.allreduce_bus_efficiency  # one direction
@@ -301,5 +341,5 @@ def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile,
         per_gpu = 1.0 / (local / nvlink + (1.0 - local) / network)
         return per_gpu * rollout_tp
     one_node = rpool.name == tpool.name and rpool.nodes == 1
-    ports = min(rollout_tp, place.train_gpus)
+    ports = 1 if per_rank else min(rollout_tp, place.train_gpus)
     return (nvlink if one_node else network) * ports

@@ -8,7 +8,7 @@ GPU count for utilization.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any, Protocol
 
 import simpy
@@ -24,11 +24,26 @@ class _StepCost(Protocol):
 class TrainerCost(Protocol):
     """The slice of `rlsim.cost.TrainCost` the trainer uses."""
 
-    def train_step(self, tokens: int, seq_tokens: float | None = None) -> _StepCost: ...
-    def forward_s(self, tokens: int, seq_tokens: float | None = None) -> float: ...
-    def grad_s(self, tokens: int, seq_tokens: float | None = None) -> float: ...
+    def train_step(self, tokens: int, seq_tokens: float | None = None,
+                   lengths: Sequence[int] | None = None,
+                   prompts: int | None = None) -> _StepCost: ...
+    def forward_s(self, tokens: int, seq_tokens: float | None = None,
+                  lengths: Sequence[int] | None = None) -> float: ...
+    def grad_s(self, tokens: int, seq_tokens: float | None = None,
+               lengths: Sequence[int] | None = None) -> float: ...
     def offload_s(self) -> float: ...
     def reload_s(self) -> float: ...
+
+
+def _samples(lengths: Sequence[int] | None, prompts: int | None) -> dict[str, Any]:
+    """The per-sample arguments a cost model takes, only those given (a cost model priced
+    by tokens alone need not accept them)."""
+    out: dict[str, Any] = {}
+    if lengths is not None:
+        out["lengths"] = lengths
+    if prompts is not None:
+        out["prompts"] = prompts
+    return out
 
 
 class Trainer:
@@ -52,24 +67,31 @@ class Trainer:
         self._running: tuple[float, str, bool, dict[str, Any]] | None = None
 
     def train(self, tokens: int, seq_tokens: float | None = None,
-              **attrs: Any) -> simpy.Process:
-        """One optimizer step on `tokens` tokens in sequences whose attention costs as if
-        each were `seq_tokens` long (None: the cost model's default length)."""
-        return self._op(self._busy(
-            "train", self.cost.train_step(tokens, seq_tokens).total_s, tokens=tokens, **attrs))
+              lengths: Sequence[int] | None = None, prompts: int | None = None,
+              label: str = "train", **attrs: Any) -> simpy.Process:
+        """The train pass on `tokens` tokens: the samples' own `lengths` (which the cost
+        model packs into micro-batches) from `prompts` prompts (which set the mini-batches),
+        or, without them, sequences whose attention costs as if each were `seq_tokens` long
+        (None: the cost model's default length). `label` names the span (the PPO critic's
+        update is `critic_update`)."""
+        step = self.cost.train_step(tokens, seq_tokens, **_samples(lengths, prompts))
+        return self._op(self._busy(label, step.total_s, tokens=tokens, **attrs))
 
     def forward(self, tokens: int, label: str = "forward",
-                seq_tokens: float | None = None) -> simpy.Process:
-        """A forward-only pass (log-prob inference) over `tokens` tokens."""
-        return self._op(self._busy(label, self.cost.forward_s(tokens, seq_tokens),
-                                           tokens=tokens))
+                seq_tokens: float | None = None,
+                lengths: Sequence[int] | None = None) -> simpy.Process:
+        """A forward-only pass (log-prob inference) over `tokens` tokens (of `lengths`)."""
+        return self._op(self._busy(
+            label, self.cost.forward_s(tokens, seq_tokens, **_samples(lengths, None)),
+            tokens=tokens))
 
     def grads(self, tokens: int, seq_tokens: float | None = None,
-              **attrs: Any) -> simpy.Process:
+              lengths: Sequence[int] | None = None, **attrs: Any) -> simpy.Process:
         """Forward and backward with the gradients accumulated, no optimizer step (a
         streamed micro-batch of the stream trainer)."""
-        return self._op(self._busy("grads", self.cost.grad_s(tokens, seq_tokens),
-                                           tokens=tokens, **attrs))
+        return self._op(self._busy(
+            "grads", self.cost.grad_s(tokens, seq_tokens, **_samples(lengths, None)),
+            tokens=tokens, **attrs))
 
     def offload(self) -> simpy.Process:
         return self._op(self._busy("offload", self.cost.offload_s(), compute=False))

@@ -21,6 +21,7 @@ import numpy as np
 import simpy
 
 from rlsim.config.streams import rng
+from rlsim.cost.weightsync import SwitchCost, SyncCost, controller_s, layout_sync_cost, switch_cost
 from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
@@ -401,11 +402,14 @@ class Phases:
     def _ref(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         tokens = sum(s.tokens for s in samples)
         seq = attention_length(samples)
+        lengths = [s.tokens for s in samples]  # the cost model packs them into micro-batches
         t = self.c.scenario.train
         if t.ref_logprob:
-            yield self.c.trainer.forward(tokens, "ref_logprob", seq)
+            yield self.c.trainer.forward(tokens, "ref_logprob", seq, lengths)
         if t.old_logprob:
-            yield self.c.trainer.forward(tokens, "old_logprob", seq)
+            yield self.c.trainer.forward(tokens, "old_logprob", seq, lengths)
+        if t.critic:  # PPO: the critic's values of every sample
+            yield self.c.trainer.forward(tokens, "critic_values", seq, lengths)
 
     def train(self, step: int, samples: Sequence[Sample], version: int,
               streamed: Sequence[Sample] = ()) -> simpy.Process:
@@ -415,14 +419,20 @@ class Phases:
         stale = [version - s.version for s in samples]
         tokens = sum(s.tokens for s in samples)
         seq = attention_length(samples)
+        rest = list(samples)
         if streamed:
             done = {id(s) for s in streamed}
             rest = [s for s in samples if id(s) not in done]
             work, work_seq = sum(s.tokens for s in rest), attention_length(rest)
         else:
             work, work_seq = tokens, seq
+        # The samples' own lengths and prompts: the cost model packs micro-batches from them
+        # and cuts one mini-batch (optimizer step) per train.ppo_mini_batch_size prompts.
+        lengths = [s.tokens for s in rest]
+        prompts = len({s.prompt_id for s in rest})
         return self.phase(
-            "train", step, self._train(work, work_seq, step), samples=len(samples),
+            "train", step, self._train(work, work_seq, step, lengths, prompts),
+            samples=len(samples),
             tokens=tokens, streamed=len(streamed),
             seq_tokens=seq, response_tokens=sum(s.response_tokens for s in samples),
             staleness_mean=float(np.mean(stale)) if stale else 0.0,
@@ -430,37 +440,63 @@ class Phases:
             staleness_hist={str(k): v for k, v in sorted(Counter(stale).items())},
         )
 
-    def _train(self, tokens: int, seq_tokens: float | None,
-               step: int) -> Generator[simpy.Event, Any, None]:
+    def _train(self, tokens: int, seq_tokens: float | None, step: int,
+               lengths: Sequence[int] | None = None,
+               prompts: int | None = None) -> Generator[simpy.Event, Any, None]:
         epoch = self.epoch
-        yield self.c.trainer.train(tokens, seq_tokens, step=step)
+        trainer = self.c.trainer
+        yield trainer.train(tokens, seq_tokens, lengths, prompts, step=step)
+        if self.c.scenario.train.critic:  # PPO: the critic's update after the actor's
+            yield trainer.train(tokens, seq_tokens, lengths, prompts, label="critic_update",
+                                step=step)
         if self.progress is not None and epoch == self.epoch:
             self.progress(step + 1, self.c.scenario.steps)
 
     def weight_sync(self, step: int) -> simpy.Process:
-        return self.phase("weight_sync", step, self._weight_sync())
+        """Trainer -> engines (`rlsim.cost.weightsync`, scheme `weight_sync.scheme`): the
+        bytes each engine rank receives cross the link (fair-shared, fault-slowed); the
+        gather, per-tensor / per-bucket, load and host-store parts are fixed times. The
+        span carries each part."""
+        cfg = self.c.scenario.weight_sync
+        cost = layout_sync_cost(self.c.train_cost, self.c.engine_cost, self.c.weight_bytes,
+                                cfg.scheme, cfg.bucket_size, cfg.delta_fraction)
+        return self.phase("weight_sync", step, self._weight_sync(cost), **cost.attrs())
 
-    def _weight_sync(self) -> Generator[simpy.Event, Any, None]:
-        yield self.c.link.transfer(self.c.weight_bytes, "weights")
+    def _weight_sync(self, cost: SyncCost) -> Generator[simpy.Event, Any, None]:
+        if cost.fixed_total_s > 0:
+            yield self.env.timeout(cost.fixed_total_s)
+        if cost.link_bytes > 0 or cost.scheme == "link":
+            yield self.c.link.transfer(cost.link_bytes, "weights")
 
     # ------------------------------------------------------------------ colocated switch
     def switch(self, step: int, to: str) -> simpy.Process:
-        """Colocated only: hand the GPUs to the trainer (`to="train"`) or back to rollout."""
-        return self.phase("switch", step, self._switch(to), to=to)
+        """Colocated only: hand the GPUs to the trainer (`to="train"`) or back to rollout.
+        The span carries each term (`rlsim.cost.weightsync.switch_cost`)."""
+        cost = self._switch_cost(to)
+        return self.phase("switch", step, self._switch(cost), to=to, **cost.attrs())
 
-    def _switch(self, to: str) -> Generator[simpy.Event, Any, None]:
-        trainer, cost = self.c.trainer, self.c.engine_cost
-        if to == "train":
-            # Engines drop their KV cache and move weights to host memory (veRL sleep mode);
-            # the trainer's parameters, gradients and optimizer state come back to the GPUs.
-            yield self.env.timeout(cost.weight_reload_s())
+    def _switch_cost(self, to: str) -> SwitchCost:
+        engine, train = self.c.engine_cost, self.c.train_cost
+        state_s = train.reload_s() if to == "train" else train.offload_s()
+        return switch_cost(to, engine.weight_bytes_per_gpu(),
+                           engine.gpu.pcie_bandwidth * engine.profile.pcie_efficiency,
+                           state_s, engine.profile.engine_warm_start_base_s,
+                           self.c.scenario.weight_sync.engine_sleep_level)
+
+    def _switch(self, cost: SwitchCost) -> Generator[simpy.Event, Any, None]:
+        trainer = self.c.trainer
+        if cost.to == "train":
+            # Engines drop their KV cache and (sleep level 1) copy their weights to host
+            # memory (veRL sleep mode); then the trainer's parameters, gradients and
+            # optimizer state come back to the GPUs.
+            yield self.env.timeout(cost.engine_weights_s)
             yield trainer.reload()
         else:
-            # The trainer's state goes back to host memory and the engines wake up (KV cache
-            # and runtime re-allocated: the fixed part of a warm start); their weights come
-            # from the weight sync that follows, so nothing else moves over PCIe.
+            # The trainer's state goes back to host memory; the engines wake up: (level 1)
+            # their weights come back from host memory, then the KV cache is re-mapped (the
+            # fixed part of a warm start). The sync that follows overwrites the weights.
             yield trainer.offload()
-            yield self.env.timeout(cost.profile.engine_warm_start_base_s)
+            yield self.env.timeout(cost.engine_weights_s + cost.engine_wake_s)
 
     def step_span(self, step: int, t0: float, **attrs: Any) -> None:
         """The step's span; `backlog` (default 0) is the samples queued or in flight and
@@ -474,3 +510,18 @@ class Phases:
         state (tail_batching: the prompts queued for a long round that did not run).
         metrics.py turns it into `summary.warnings` when it biases the figures."""
         self.rec.instant(CONTROLLER, "left", self.env.now, backlog=backlog, **attrs)
+
+    # ------------------------------------------------------------------ controller
+    def controller(self, step: int, samples: Sequence[Sample]) -> simpy.Process:
+        """The single controller's own work of a step (veRL's driver: gather the batch,
+        compute advantages, dispatch to the workers): `weight_sync.controller_step +
+        controller_per_token * tokens`, as phase `controller`. Zero-length (and so free)
+        at the defaults; a policy calls it between reward and the trainer's passes."""
+        cfg = self.c.scenario.weight_sync
+        tokens = sum(s.tokens for s in samples)
+        seconds = controller_s(tokens, cfg.controller_step, cfg.controller_per_token)
+        return self.phase("controller", step, self._controller(seconds), tokens=tokens)
+
+    def _controller(self, seconds: float) -> Generator[simpy.Event, Any, None]:
+        if seconds > 0:
+            yield self.env.timeout(seconds)

@@ -183,10 +183,11 @@ class _Planner:
         self.target = target
 
     def _runs_at(self, tp: int) -> bool:
-        """Whether the model runs at this TP (it must divide the attention heads)."""
+        """Whether the model runs at this TP (it must divide the attention heads, and the
+        engine's options hold there: e.g. expert parallelism must divide it)."""
         try:
             InferenceCost(self.ph.c.model, self.ph.c.placement.rollout_pool.gpu_spec, tp,
-                          self.ph.c.engine_cost.profile)
+                          self.ph.c.engine_cost.profile, options=self.ph.c.engine_cost.options)
         except ValueError:
             return False
         return True

@@ -26,7 +26,10 @@ SCALES = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 SEEDS = (0, 1, 2)
 # Belayer's environment-fault runs [C]: Qwen3-32B, rollout TP 8 (the 8B scenarios are its
 # engine-fault setup); training at TP 4 so the 32B state fits 8 H800
-ENV_SETUP = ("model=qwen3-32b", "rollout.tp=8", "train.tp=4")  # TP 8: the 32B engine script [C]
+# Rollout TP 8: the 32B engine script [C]. Trainer TP 8: Megatron's distributed optimizer
+# keeps bf16 params + fp32 grads per TP shard (6 B/param / tp) and 12 B/param over all GPUs,
+# 91.5 GiB per H800 at TP 4 on 8 GPUs and 69 GiB at TP 8 (docs/cost-model.md section 3).
+ENV_SETUP = ("model=qwen3-32b", "rollout.tp=8", "train.tp=8")
 # (label, overrides) of the checkpoint-policy comparison
 POLICIES = (("never", ("recovery.env.checkpoints.policy=never",)),
             ("always", ("recovery.env.checkpoints.policy=always",)),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rlsim.config.hardware import GpuSpec, lookup_gpu, lookup_model
 from rlsim.cost import InferenceCost, StepCost, builtin_profile
+from rlsim.cost.inference import EngineOptions
 
 ENGINES = [
     ("H100", "llama-2-7b", 1), ("H800", "qwen2.5-7b", 1), ("H800", "qwen2.5-7b", 4),
@@ -229,7 +230,7 @@ def test_overhead_grows_with_the_sequences_in_the_iteration() -> None:
     plain = InferenceCost(c.model, c.gpu, 1, PER_SEQ.model_copy(
         update={"decode_overhead_per_seq_s": 0.0}))
     for args in ((16, 8000), (0, 0, 512), (4, 4000, 512, 0, chunks)):
-        s, p = c.step(*args), plain.step(*args)  # type: ignore[arg-type]
+        s, p = c.step(*args), plain.step(*args)
         assert (s.linear_s, s.attention_s, s.other_s, s.comm_s) == (
             p.linear_s, p.attention_s, p.other_s, p.comm_s)
         assert p.overhead_s == a
@@ -246,3 +247,114 @@ def test_decode_affine_is_exact_with_per_seq_overhead(tp: int, batch: int, kv: i
             update={"decode_overhead_per_seq_s": 0.0})).decode_affine(batch)
         assert a_s == pytest.approx(base[0] + 2e-5 * batch, rel=1e-12)
         assert b_s == base[1]
+
+
+# ----- engine options: defaults unchanged, eager launches, FP8 -----
+
+# Values of `step(...).total_s` and `kv_capacity_tokens(0.9)` before the engine options
+# existed (issue 19): at the default options a dense engine must give exactly these.
+BEFORE_OPTIONS = {
+    ("H800", "qwen2.5-7b", 1): ((0.007446127402009746, 0.009298993812175093,
+                                 0.04030192848763978, 0.0905907512136823), 1020447),
+    ("H100", "llama-3-8b", 2): ((0.0072221087902753, 0.009046314840124471,
+                                 0.037958458246197146, 0.06207280498131234), 1002765),
+    ("A100", "qwen2.5-32b", 4): ((0.017302255434971447, 0.02245260223591137,
+                                  0.1157296813073511, 0.36180013149763035), 880530),
+    ("H200", "qwen3-8b", 8): ((0.005613985514532481, 0.006226851625540961,
+                               0.015180540820724576, 0.03368468095508119), 7075218),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BEFORE_OPTIONS))
+def test_default_options_leave_dense_engines_unchanged(key: tuple[str, str, int]) -> None:
+    totals, kv = BEFORE_OPTIONS[key]
+    g = lookup_gpu(key[0])
+    for options in (None, EngineOptions()):
+        c = InferenceCost(lookup_model(key[1]), g, key[2], builtin_profile(g), options=options)
+        steps = [c.step(1, 100), c.step(64, 64000), c.step(256, 1_000_000, 512, 1000),
+                 c.prefill(4096)]
+        assert [st.total_s for st in steps] == list(totals)
+        assert c.kv_capacity_tokens(0.9) == kv
+
+
+def test_eager_adds_one_dispatch_per_kernel() -> None:
+    """Eager: eager_launch_s x (kernels per layer x layers + 4 per iteration + one attention
+    kernel per layer and kind); a dense GQA layer at TP 1 has 9 kernels outside attention:
+    QKV, output, 2 norms, rotary, KV write, gate/up, activation, down."""
+    g = lookup_gpu("H800")
+    prof = builtin_profile(g)
+    model = lookup_model("qwen2.5-7b")  # 28 layers
+    graphs = InferenceCost(model, g, 1, prof)
+    eager = InferenceCost(model, g, 1, prof, options=EngineOptions(cuda_graphs=False))
+    launch = prof.eager_launch_s
+    per_layer = 2 + 2 + 1 + 1 + 3  # QKV+O, norms, rotary, KV write, MLP (attention apart)
+    decode_kernels = 28 * (per_layer + 1) + 4
+    diff = eager.step(8, 8000).total_s - graphs.step(8, 8000).total_s
+    assert diff == pytest.approx(launch * decode_kernels, rel=1e-12)
+    mixed = eager.step(8, 8000, 512, 0).total_s - graphs.step(8, 8000, 512, 0).total_s
+    assert mixed == pytest.approx(launch * (decode_kernels + 28), rel=1e-12)
+    assert graphs.eager_overhead_s(True, True) == 0.0
+    # TP adds the two all-reduces per layer; FP8 a quantization kernel per GEMM.
+    tp2 = InferenceCost(model, g, 2, prof, options=EngineOptions(cuda_graphs=False))
+    assert tp2.eager_overhead_s(True, False) == pytest.approx(
+        launch * (decode_kernels + 2 * 28), rel=1e-12)
+    fp8 = InferenceCost(model, g, 1, prof, options=EngineOptions(cuda_graphs=False, dtype="fp8"))
+    assert fp8.eager_overhead_s(True, False) == pytest.approx(
+        launch * (decode_kernels + 4 * 28), rel=1e-12)
+    # Still affine in the KV tokens read (the engine's closed-form decode).
+    a_s, b_s = eager.decode_affine(64)
+    assert eager.step(64, 123_456).total_s == pytest.approx(a_s + b_s * 123_456, rel=1e-12)
+
+
+def test_eager_calibration_point() -> None:
+    """The calibration source: Llama-3.1-8B on one H100 decodes in 8.4 ms eager and 5.1 ms
+    with CUDA graphs (docs/cost-model.md); eager_launch_s x 324 kernels gives the 3.3 ms."""
+    g = lookup_gpu("H100")
+    c = InferenceCost(lookup_model("llama-3.1-8b"), g, 1, builtin_profile(g),
+                      options=EngineOptions(cuda_graphs=False))
+    assert c.eager_overhead_s(True, False) == pytest.approx(3.3e-3, rel=0.05)
+
+
+def test_fp8_weights_halve_weight_memory_and_streaming() -> None:
+    g = lookup_gpu("H800")
+    prof = builtin_profile(g)
+    model = lookup_model("qwen2.5-7b")
+    bf16 = InferenceCost(model, g, 1, prof)
+    fp8 = InferenceCost(model, g, 1, prof, options=EngineOptions(dtype="fp8"))
+    embed = model.vocab * model.hidden * 2  # untied embedding + LM head stay BF16
+    assert fp8.weight_bytes() == (model.params - embed) + 2 * embed
+    assert fp8.weight_bytes_per_gpu() < 0.6 * bf16.weight_bytes_per_gpu()
+    assert fp8.kv_capacity_tokens(0.9) > bf16.kv_capacity_tokens(0.9)
+    assert fp8.kv_bytes_per_token_per_gpu == bf16.kv_bytes_per_token_per_gpu
+    # Decode at batch 1 streams weights: the layers' linear time roughly halves.
+    ratio = fp8.step(1, 0).linear_s / bf16.step(1, 0).linear_s
+    assert 0.45 < ratio < 0.65
+    # A large prefill is compute-bound: FP8 runs at twice the peak (plus the quantization).
+    ratio = fp8.prefill(8192).linear_s / bf16.prefill(8192).linear_s
+    assert 0.45 < ratio < 0.7
+    assert fp8.cold_start_s() < bf16.cold_start_s()
+
+
+def test_fp8_kv_cache_doubles_capacity_and_halves_kv_reads() -> None:
+    g = lookup_gpu("H800")
+    prof = builtin_profile(g)
+    model = lookup_model("qwen2.5-7b")
+    auto = InferenceCost(model, g, 1, prof)
+    fp8 = InferenceCost(model, g, 1, prof, options=EngineOptions(kv_cache_dtype="fp8"))
+    assert fp8.kv_bytes_per_token_per_gpu == auto.kv_bytes_per_token_per_gpu / 2
+    free = g.hbm * 0.9 - auto.weight_bytes_per_gpu() - prof.engine_memory_reserve_bytes
+    assert fp8.kv_capacity_tokens(0.9) == int(free // (auto.kv_bytes_per_token_per_gpu / 2))
+    assert fp8.decode_affine(64)[1] == pytest.approx(auto.decode_affine(64)[1] / 2, rel=1e-12)
+    assert fp8.step(64, 0).linear_s == auto.step(64, 0).linear_s
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    (EngineOptions(dtype="fp8"), "dtype fp8 needs FP8 tensor cores and A100"),
+    (EngineOptions(ep=2), "ep=2 needs a mixture-of-experts model"),
+    (EngineOptions(ep=0), "ep must be a positive integer"),
+])
+def test_bad_options_name_the_field(options: EngineOptions, match: str) -> None:
+    g = lookup_gpu("A100")
+    with pytest.raises(ValueError, match=match) as err:
+        InferenceCost(lookup_model("qwen2.5-7b"), g, 2, builtin_profile(g), options=options)
+    assert "\n" not in str(err.value)

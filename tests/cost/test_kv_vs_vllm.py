@@ -80,7 +80,8 @@ def test_smallest_tp_fits_and_the_one_below_does_not() -> None:
 
 
 def test_no_gpu_holds_it() -> None:
-    huge = lookup_model("llama-3-70b").model_copy(update={"name": "huge", "layers": 800})
+    # 17e12 parameters: beyond a GB200 NVL72 rack (72 GPUs in one NVLink domain) too.
+    huge = lookup_model("llama-3-70b").model_copy(update={"name": "huge", "layers": 20000})
     text = advice(huge, H100, 0.9, builtin_profile(H100), 1)
     assert "no TP within a node fits it" in text and "no catalogue GPU" in text
 

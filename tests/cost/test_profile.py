@@ -96,3 +96,18 @@ def test_engine_and_trainer_overhead_fields() -> None:
     for update in ({"decode_overhead_per_seq_s": 1e-6}, {"forward_mfu": 0.5},
                    {"train_step_overhead_s": 0.1}, {"forward_overhead_s": 0.1}):
         assert prof.model_copy(update=update).content_hash() != h, update
+
+
+def test_engine_option_constants() -> None:
+    """eager_launch_s (CPU dispatch per kernel without CUDA graphs) and router_imbalance
+    (busiest EP rank over the mean): documented defaults, validated, in the hash."""
+    prof = builtin_profile(lookup_gpu("H100"))
+    assert prof.eager_launch_s == 1.0e-5
+    assert prof.router_imbalance == 1.3
+    data = prof.model_dump()
+    for bad in ({"eager_launch_s": -1e-6}, {"router_imbalance": 0.9}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Profile.model_validate({**data, **bad})
+    h = prof.content_hash()
+    for update in ({"eager_launch_s": 2e-5}, {"router_imbalance": 1.5}):
+        assert prof.model_copy(update=update).content_hash() != h, update

@@ -51,7 +51,11 @@ def test_sync_step_is_exact_sum_of_phases(placement):
 def test_sync_phases_match_cost_models():
     from rlsim.entities.cluster import build_cluster  # noqa: F401  (wiring under test)
 
-    res = _run(tiny(policy={"name": "sync", "placement": "disaggregated"}))
+    # The profile's MFU path (train.backend: profile), whose closed form this test can
+    # recompute from a span's tokens; the per-kernel backends are tests/cost/test_backends.py.
+    data = tiny(policy={"name": "sync", "placement": "disaggregated"})
+    data["train"]["backend"] = "profile"
+    res = _run(data)
     scenario = res.scenario
     steps, by_step = _phases(res)
     train_spans = [s for s in res.recorder.spans if s.track == "train.trainer"]

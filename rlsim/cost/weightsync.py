@@ -1,0 +1,297 @@
+"""Cost of moving the policy's weights: the trainer -> rollout sync and the colocated switch.
+
+Owns the mechanism of a weight sync, per scheme (docs/cost-model.md, "Weight movement and
+switches"), and the terms of a colocated sleep/wake switch. SimPy-free and torch-free: the
+policies' phases (`rlsim/policies/phases.py`) call it once per sync or switch and send only
+the bandwidth-bound bytes through the `Link` entity, so link faults and fair sharing still
+apply to them; every other term is a fixed time.
+
+A sync has four parts, whatever the scheme:
+
+- gather: the training layout holds each tensor in `tp * pp` shards (Megatron TP + PP; the
+  distributed optimizer keeps whole bf16 parameters per DP rank), so a sending rank first
+  all-gathers the full tensor: `(s - 1) / s * W` bytes at NVLink (or network) speed, plus
+  one collective launch per tensor, plus a fixed conversion cost per tensor;
+- fixed: per tensor (`broadcast`: one collective / IPC handle and one RPC per tensor) or
+  per bucket (`bucketed`, `delta`, `host_store`: tensors packed into buckets);
+- transfer: the bytes each engine rank receives, through the link: the full tensors for a
+  broadcast (vLLM's weight loader slices its TP shard on arrival), only its shard
+  (`W / rollout_tp`) when the sender reshards (`host_store`);
+- load: the engine's `load_weights`, a fixed cost per tensor.
+
+`host_store` pipelines three stages per bucket (trainer GPU -> host over PCIe, host -> the
+engine's host over the network, host -> engine GPU over PCIe): `n * max(stage) + fill`,
+with `fill = sum(stage) - max(stage)`, the classic pipeline closed form.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from rlsim.config.hardware import ModelSpec
+from rlsim.cost.network import nvlink_one_way_bytes_per_s
+
+if TYPE_CHECKING:
+    from rlsim.cost.inference import InferenceCost
+    from rlsim.cost.training import TrainCost
+
+Scheme = Literal["link", "broadcast", "bucketed", "delta", "host_store"]
+SCHEMES: tuple[str, ...] = ("link", "broadcast", "bucketed", "delta", "host_store")
+
+
+@dataclass(frozen=True, slots=True)
+class SyncConstants:
+    """Fixed costs of the framework layer around a weight sync (one set, the vLLM backend).
+
+    Sources (docs/cost-model.md, "Weight movement and switches"): all three are
+    *calibrated* on one measurement, Qwen3-30B-A3B colocated on 8 H200 (vllm-project/vime
+    issue #175 and PR #176); no other sync record was used to pick them.
+    """
+
+    per_tensor_s: float = 5.0e-4
+    """One tensor sent on its own: a CUDA IPC handle built and opened (or one collective and
+    one RPC) per tensor. vime #175: 10.9-11.8 s for ~19,550 tensors, less their load."""
+    per_bucket_s: float = 1.2e-2
+    """One bucket: flatten, one handle / collective, one RPC and its barrier. slime's
+    flattened-bucket loop: ~3.0 s for 115 buckets (vime #175), less the 14 ms load."""
+    load_per_tensor_s: float = 8.2e-5
+    """The engine's `load_weights` per tensor (name mapping, weight loader, copy). vime #176:
+    14 ms per bucket of ~170 tensors."""
+    gather_per_tensor_s: float = 8.7e-4
+    """The trainer's work to produce one full, Hugging Face-named tensor from the Megatron
+    layout (the all-gather calls, concatenation, QKV / gate-up splitting, renaming), beyond
+    the bytes and launches priced separately. slime and vime (vime #175/#176): the whole
+    update takes 20-21.6 s while the send/load loop takes 3.0-5.3 s; the ~17 s outside the
+    loop over ~19,550 tensors is 0.87 ms per tensor (taken as all per-tensor: one MoE
+    model cannot separate a per-tensor from a per-sync cost)."""
+
+
+DEFAULT_CONSTANTS = SyncConstants()
+INDEX_BYTES = 4  # a sparse (delta) update sends an int32 index with each changed value
+
+
+def tensor_count(model: ModelSpec) -> int:
+    """Named weight tensors of a Hugging Face checkpoint of `model` (what a per-tensor sync
+    sends one by one): per layer the attention projections (q, k, v, o; MLA: q_a, q_a_norm,
+    q_b, kv_a, kv_a_norm, kv_b, o) and the two norms, then the dense MLP (gate, up, down) or
+    the router plus every routed and shared expert's MLP; then the embedding, the final
+    norm and an untied LM head. Biases and per-head q/k norms are not in `ModelSpec`, so a
+    Qwen2 / Qwen3 checkpoint has a few percent more."""
+    mlp = 3 if model.gated_mlp else 2
+    # q, k, v, o; MLA: q_a, q_a_norm, q_b (or one q), kv_a, kv_a_norm, kv_b, o
+    attn = 4 if model.mla is None else 7 if model.mla.q_lora_rank is not None else 5
+    per_layer = attn + 2
+    dense = model.dense_layers * (per_layer + mlp)
+    moe = 0
+    if model.moe is not None:
+        moe = model.moe_layers * (per_layer + 1 + (model.moe.experts
+                                                   + model.moe.shared_experts) * mlp)
+    return dense + moe + (2 if model.tied_embeddings else 3)
+
+
+def bucket_count(size_bytes: float, bucket_bytes: float) -> int:
+    """Buckets of at most `bucket_bytes` that `size_bytes` fills (at least one)."""
+    if bucket_bytes <= 0:
+        raise ValueError(f"bucket_bytes must be > 0, got {bucket_bytes}")
+    if size_bytes < 0:
+        raise ValueError(f"size_bytes must be >= 0, got {size_bytes}")
+    return max(1, math.ceil(size_bytes / bucket_bytes))
+
+
+def bytes_per_engine_rank(weight_bytes: float, rollout_tp: int, resharded: bool) -> float:
+    """Bytes one engine rank receives: the full tensors (a broadcast: vLLM's weight loader
+    keeps its TP slice of each), or only its `1 / rollout_tp` shard when the sender
+    reshards from the training layout to the rollout TP."""
+    if rollout_tp < 1:
+        raise ValueError(f"rollout_tp must be >= 1, got {rollout_tp}")
+    return weight_bytes / rollout_tp if resharded else weight_bytes
+
+
+def gather_bytes_per_rank(weight_bytes: float, shards: int) -> float:
+    """Bytes a sending rank receives to rebuild every full tensor from `shards` shards
+    (all-gather: (s - 1) / s of the whole)."""
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, got {shards}")
+    return weight_bytes * (shards - 1) / shards
+
+
+def pipeline_s(stage_s: Sequence[float], items: int) -> float:
+    """`items` buckets through a pipeline whose stage k takes `stage_s[k]` per bucket:
+    `items * max(stage) + fill`, `fill = sum(stage) - max(stage)` (the first bucket
+    crosses every stage; after it the slowest stage sets the pace)."""
+    if items < 0:
+        raise ValueError(f"items must be >= 0, got {items}")
+    if not stage_s or items == 0:
+        return 0.0
+    if min(stage_s) < 0:
+        raise ValueError(f"stage times must be >= 0, got {list(stage_s)}")
+    slowest = max(stage_s)
+    return items * slowest + (sum(stage_s) - slowest)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncCost:
+    """One weight sync, by part. `link_bytes` go through the link entity (per engine rank,
+    all engine ranks in parallel); the other parts are fixed seconds."""
+
+    scheme: str
+    tensors: int
+    buckets: int
+    link_bytes: float
+    gather_s: float
+    fixed_s: float
+    load_s: float
+    pipeline_s: float = 0.0
+    """host_store only: the pipelined PCIe / network / PCIe stages (no link transfer)."""
+
+    @property
+    def fixed_total_s(self) -> float:
+        """Everything but the link transfer."""
+        return self.gather_s + self.fixed_s + self.load_s + self.pipeline_s
+
+    def total_s(self, link_bandwidth_bytes_per_s: float, link_latency_s: float = 0.0) -> float:
+        """The whole sync with the link at this bandwidth (no other transfer sharing it)."""
+        if self.link_bytes <= 0:
+            return self.fixed_total_s
+        return self.fixed_total_s + link_latency_s + self.link_bytes / link_bandwidth_bytes_per_s
+
+    def attrs(self) -> dict[str, float | int | str]:
+        """The parts as span attributes (reports show the split)."""
+        return {"scheme": self.scheme, "tensors": self.tensors, "buckets": self.buckets,
+                "link_bytes": self.link_bytes, "gather_s": self.gather_s,
+                "fixed_s": self.fixed_s, "load_s": self.load_s, "pipeline_s": self.pipeline_s}
+
+
+def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: int,
+              train_shards: int, gather_bandwidth_bytes_per_s: float,
+              collective_latency_s: float, bucket_bytes: float = 512 * 2**20,
+              delta_fraction: float | None = None, pcie_bytes_per_s: float | None = None,
+              network_bytes_per_s: float | None = None,
+              constants: SyncConstants = DEFAULT_CONSTANTS) -> SyncCost:
+    """The parts of one sync of `weight_bytes` (the model's weights in the sync dtype).
+
+    `train_shards`: shards of each tensor in the training layout (tp * pp);
+    `gather_bandwidth_bytes_per_s`: one rank's all-gather bandwidth in that group;
+    `collective_latency_s`: fixed cost of one collective (one per tensor gathered);
+    `pcie_bytes_per_s`, `network_bytes_per_s`: host_store's stage rates (effective)."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"weight_sync.scheme must be one of {', '.join(SCHEMES)}, "
+                         f"got {scheme!r}")
+    if weight_bytes < 0:
+        raise ValueError(f"weight_bytes must be >= 0, got {weight_bytes}")
+    if gather_bandwidth_bytes_per_s <= 0:
+        raise ValueError("gather_bandwidth_bytes_per_s must be > 0, got "
+                         f"{gather_bandwidth_bytes_per_s}")
+    n_t = tensor_count(model)
+    c = constants
+    if scheme == "link":  # the bytes at the link's rate, nothing else (a measured link)
+        return SyncCost(scheme, n_t, 0, weight_bytes, 0.0, 0.0, 0.0)
+    gather_s = n_t * c.gather_per_tensor_s
+    if train_shards > 1:
+        gather_s += (gather_bytes_per_rank(weight_bytes, train_shards)
+                     / gather_bandwidth_bytes_per_s + n_t * collective_latency_s)
+    load_s = n_t * c.load_per_tensor_s
+    if scheme == "broadcast":
+        return SyncCost(scheme, n_t, 0, bytes_per_engine_rank(weight_bytes, rollout_tp, False),
+                        gather_s, n_t * c.per_tensor_s, load_s)
+    if scheme in ("bucketed", "delta"):
+        sent = weight_bytes
+        if scheme == "delta":
+            if delta_fraction is None or not 0.0 < delta_fraction <= 1.0:
+                raise ValueError("weight_sync.delta_fraction must be in (0, 1] for scheme "
+                                 f"'delta', got {delta_fraction}")
+            # only the changed values travel, each with its index
+            sent = delta_fraction * (weight_bytes + INDEX_BYTES * model.params)
+        n_b = bucket_count(sent, bucket_bytes)
+        return SyncCost(scheme, n_t, n_b, bytes_per_engine_rank(sent, rollout_tp, False),
+                        gather_s, n_b * c.per_bucket_s, load_s)
+    # host_store: trainer -> host (PCIe), host -> engine host (network), host -> GPU (PCIe),
+    # pipelined by bucket; each engine rank pulls only its shard (the store reshards)
+    if pcie_bytes_per_s is None or network_bytes_per_s is None or \
+            pcie_bytes_per_s <= 0 or network_bytes_per_s <= 0:
+        raise ValueError("host_store needs pcie_bytes_per_s and network_bytes_per_s > 0")
+    n_b = bucket_count(weight_bytes, bucket_bytes)
+    per_bucket = weight_bytes / n_b
+    shard = per_bucket / rollout_tp
+    stages = (per_bucket / train_shards / pcie_bytes_per_s, shard / network_bytes_per_s,
+              shard / pcie_bytes_per_s)
+    return SyncCost(scheme, n_t, n_b, 0.0, gather_s, n_b * c.per_bucket_s, load_s,
+                    pipeline_s(stages, n_b))
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchCost:
+    """One colocated switch (veRL's engine sleep / wake around training), by term, seconds.
+
+    to="train": the engines free their KV cache and (sleep level 1) copy their weights to
+    host memory; the trainer's state comes back from host memory.
+    to="rollout": the trainer's state goes to host memory; the engines (level 1) copy their
+    weights back and re-map their KV cache (the fixed wake-up)."""
+
+    to: str
+    engine_weights_s: float
+    trainer_state_s: float
+    engine_wake_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.engine_weights_s + self.trainer_state_s + self.engine_wake_s
+
+    def attrs(self) -> dict[str, float]:
+        return {"engine_weights_s": self.engine_weights_s,
+                "trainer_state_s": self.trainer_state_s, "engine_wake_s": self.engine_wake_s}
+
+
+def switch_cost(to: str, engine_weight_bytes_per_gpu: float, pcie_bytes_per_s: float,
+                trainer_state_s: float, wake_s: float, sleep_level: int = 1) -> SwitchCost:
+    """The terms of one switch. `engine_weight_bytes_per_gpu`: an engine GPU's weight shard
+    (W / rollout_tp); `pcie_bytes_per_s`: effective host<->device rate; `trainer_state_s`:
+    the trainer's offload (to rollout) or reload (to train); `wake_s`: the fixed part of an
+    engine wake-up (KV cache re-mapped; with sleep mode CUDA graphs stay valid, so none is
+    recaptured). `sleep_level` is vLLM's: 1 keeps the weights in host memory (copied out at
+    sleep, back at wake), 2 discards them (the sync that follows brings them)."""
+    if to not in ("train", "rollout"):
+        raise ValueError(f"switch target must be 'train' or 'rollout', got {to!r}")
+    if sleep_level not in (1, 2):
+        raise ValueError(f"weight_sync.engine_sleep_level must be 1 or 2, got {sleep_level}")
+    if pcie_bytes_per_s <= 0:
+        raise ValueError(f"pcie_bytes_per_s must be > 0, got {pcie_bytes_per_s}")
+    weights_s = engine_weight_bytes_per_gpu / pcie_bytes_per_s if sleep_level == 1 else 0.0
+    if to == "train":
+        return SwitchCost(to, weights_s, trainer_state_s, 0.0)
+    return SwitchCost(to, weights_s, trainer_state_s, wake_s)
+
+
+def controller_s(tokens: int, per_step_s: float, per_token_s: float) -> float:
+    """The single controller's work of one step (gather the batch, compute advantages,
+    dispatch to the workers): a fixed part plus a part per batch token."""
+    if tokens < 0:
+        raise ValueError(f"tokens must be >= 0, got {tokens}")
+    return per_step_s + per_token_s * tokens
+
+
+def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: float,
+                     scheme: str, bucket_bytes: float = 512 * 2**20,
+                     delta_fraction: float | None = None,
+                     constants: SyncConstants = DEFAULT_CONSTANTS) -> SyncCost:
+    """`sync_cost` for a trainer layout and an engine layout: the training shards are
+    `tp * pp`, gathered over NVLink when that group fits in a node (else the network), one
+    collective launch each (the profile's all-reduce latency); host_store's stages run at
+    the engines' PCIe and the network rate, each times the profile's efficiency."""
+    tprof, tgpu = train.profile, train.gpu
+    shards = train.tp * train.pp
+    if shards <= tgpu.gpus_per_node:
+        gather_bw = nvlink_one_way_bytes_per_s(tgpu.nvlink_bandwidth) \
+            * tprof.allreduce_bus_efficiency
+    else:
+        gather_bw = tgpu.network_bandwidth * tprof.network_efficiency
+    eprof, egpu = engine.profile, engine.gpu
+    return sync_cost(
+        engine.model, weight_bytes, scheme, engine.tp, shards, gather_bw,
+        tprof.allreduce_latency_s, bucket_bytes, delta_fraction,
+        egpu.pcie_bandwidth * eprof.pcie_efficiency,
+        min(egpu.network_bandwidth, tgpu.network_bandwidth) * eprof.network_efficiency,
+        constants)

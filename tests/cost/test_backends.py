@@ -1,0 +1,275 @@
+"""The per-kernel training step of each backend (issue 19): packing, closed forms, inputs.
+
+One test per closed form of docs/cost-model.md section 3: packing vs padding token counts,
+the 1F1B bubble fraction, the PCIe offload round trip, the TP all-reduce volume, the CP ring
+exchange, the EP all-to-all volume, FSDP's per-micro-batch and Megatron's per-step DP
+traffic; then the batching knobs (mini-batches, recompute, log-prob micro-batches) and bad
+input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from pydantic import ValidationError
+
+from rlsim.config.hardware import lookup_gpu, lookup_model
+from rlsim.config.scenario import TrainConfig
+from rlsim.cost import builtin_profile
+from rlsim.cost.backends import (
+    BACKENDS,
+    FSDP,
+    MEGATRON,
+    balance_over_ranks,
+    lookup_backend,
+    mini_batches,
+    pack_dynamic,
+    pack_fixed,
+    pad_to_multiple,
+    split_even,
+)
+from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_reduce_scatter_s
+from rlsim.cost.training import TrainBatching, TrainCost
+
+H800 = lookup_gpu("H800")
+PROF = builtin_profile(H800)
+QWEN7 = lookup_model("qwen2.5-7b")
+NVLINK_BW = nvlink_one_way_bytes_per_s(H800.nvlink_bandwidth) * PROF.allreduce_bus_efficiency
+NET_BW = H800.network_bandwidth * PROF.network_efficiency
+PCIE_BW = H800.pcie_bandwidth * PROF.pcie_efficiency
+LAT = PROF.allreduce_latency_s
+
+
+def cost(gpus: int = 8, tp: int = 1, pp: int = 1, cp: int = 1, backend=MEGATRON,
+         model=QWEN7, **batching: object) -> TrainCost:
+    return TrainCost(model, H800, gpus, tp, pp, cp, PROF, backend=backend,
+                     batching=TrainBatching(**batching))  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- packing
+
+def test_packing_vs_padding_token_counts() -> None:
+    lengths = [100, 300, 50, 400, 200]
+    dyn = pack_dynamic(lengths, 500)
+    assert dyn == [[100, 300, 50], [400], [200]]  # next-fit in order, up to the cap
+    assert sum(map(sum, dyn)) == sum(lengths) == 1050  # packing: no padding
+    fixed = pack_fixed(lengths, 2)
+    assert fixed == [[300, 300], [400, 400], [200]]
+    assert sum(map(sum, fixed)) == 1600  # each padded to its micro-batch's longest
+    assert pack_dynamic([900, 10], 500) == [[900], [10]]  # longer than the cap: alone
+    # The step prices what it computes: padded micro-batches cost more than packed ones.
+    skewed = [8000, 200, 200, 200] * 16
+    padded = cost(micro_batch_size=4).train_step(sum(skewed), lengths=skewed).compute_s
+    packed = cost(max_tokens=8600).train_step(sum(skewed), lengths=skewed).compute_s
+    assert padded > 2 * packed
+
+
+def test_ranks_splits_and_mini_batches() -> None:
+    assert balance_over_ranks([5, 4, 3, 3, 2, 1], 2) == [[5, 3, 1], [4, 3, 2]]
+    assert [sum(r) for r in balance_over_ranks([5, 4, 3, 3, 2, 1], 2)] == [9, 9]
+    assert split_even(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+    assert mini_batches(512, 32) == 16 and mini_batches(33, 32) == 2
+    assert mini_batches(None, 32) == mini_batches(512, None) == 1
+    assert pad_to_multiple(5, 4) == 8 and pad_to_multiple(8, 4) == 8 and pad_to_multiple(5, 1) == 5
+
+
+# ----------------------------------------------------------------------------- closed forms
+
+def test_pipeline_bubble_fraction() -> None:
+    # dp = 1, 8 fixed micro-batches of one sample on 4 stages: bubble = (p-1)/(m+p-1).
+    t = cost(gpus=4, pp=4, micro_batch_size=1)
+    lengths = [1000] * 8
+    s = t.train_step(sum(lengths), lengths=lengths)
+    assert s.micro_batches == 8
+    pipelined = s.compute_s + s.comm_s + s.overhead_s + s.bubble_s
+    assert s.bubble_s / pipelined == pytest.approx(3 / (8 + 4 - 1), rel=1e-12)
+    assert cost(gpus=1).train_step(8000, lengths=lengths).bubble_s == 0.0
+
+
+def test_offload_round_trip() -> None:
+    p = QWEN7.params
+    t = cost(gpus=8, backend=FSDP, param_offload=True, grad_offload=True,
+             optimizer_offload=True)
+    # FSDP: fp32 params (4 B), fp32 grads (4 B), Adam m, v (8 B), all over 8 GPUs; each
+    # pass loads and offloads: 2 * bytes / (pcie * efficiency).
+    assert t.pass_offload_s(train=True) == pytest.approx(2 * p * 16 / 8 / PCIE_BW, rel=1e-12)
+    assert t.pass_offload_s(train=False) == pytest.approx(2 * p * 4 / 8 / PCIE_BW, rel=1e-12)
+    lengths = [512] * 16
+    assert t.train_step(sum(lengths), lengths=lengths).offload_s == t.pass_offload_s(True)
+    # Megatron: bf16 params over TP x PP only (the distributed optimizer shards the rest).
+    m = cost(gpus=8, tp=2, param_offload=True)
+    assert m.pass_offload_s(train=False) == pytest.approx(2 * p * 2 / 2 / PCIE_BW, rel=1e-12)
+    assert cost().pass_offload_s(train=True) == 0.0
+    with_off = m.forward_s(sum(lengths), lengths=lengths)
+    without = cost(gpus=8, tp=2).forward_s(sum(lengths), lengths=lengths)
+    assert with_off - without == pytest.approx(m.pass_offload_s(False), rel=1e-9)
+
+
+def test_tp_allreduce_volume() -> None:
+    t = cost(gpus=8, tp=4)
+    m = 4096
+    size = m * QWEN7.hidden * 2  # m tokens x hidden x bf16
+    one = LAT + 2 * (4 - 1) / 4 * size / NVLINK_BW  # ring all-reduce
+    assert t.tp_comm_s(m) == pytest.approx(2 * QWEN7.layers * one, rel=1e-12)
+    assert cost(gpus=8, tp=1).tp_comm_s(m) == 0.0
+
+
+def test_cp_ring_exchange_and_waste() -> None:
+    t = cost(gpus=8, tp=2, cp=4)
+    m = 2048
+    kv = m * 2 * QWEN7.kv_dim / 2 * 2  # K and V of m tokens, kv heads over tp, bf16
+    ring = QWEN7.layers * (4 - 1) * (LAT + kv / NVLINK_BW)
+    assert t.cp_comm_s(m, 0.0, backward=False) == pytest.approx(ring, rel=1e-12)
+    assert t.cp_comm_s(m, 0.0, backward=True) == pytest.approx(2 * ring, rel=1e-12)
+    # Overlapped with the layer's attention: only the excess shows.
+    assert t.cp_comm_s(m, ring / 4, backward=False) == pytest.approx(ring * 3 / 4, rel=1e-12)
+    assert t.cp_comm_s(m, 10 * ring, backward=False) == 0.0
+    # Short sequences: each is padded to 2*cp chunks and still pays cp-1 ring steps a layer.
+    short = [3] * 64
+    padded = [pad_to_multiple(s, 8) for s in short]
+    assert sum(padded) == 512 > sum(short)
+    s_cp = t.train_step(sum(short), lengths=short)
+    s_no = cost(gpus=8, tp=2).train_step(sum(short), lengths=short)
+    assert s_cp.comm_s > s_no.comm_s
+
+
+def test_ep_alltoall_volume() -> None:
+    moe = lookup_model("qwen3-30b-a3b")
+    assert moe.moe is not None
+    t = cost(gpus=16, backend=MEGATRON, model=moe, ep=8)
+    m = 4096
+    vol = m * moe.moe.experts_per_token * moe.hidden * 2 * (8 - 1) / 8
+    assert t.ep_alltoall_bytes(m) == pytest.approx(vol, rel=1e-12)
+    one = LAT + vol * MEGATRON.router_imbalance / NVLINK_BW  # ep*tp = 8: inside a node
+    assert t.ep_comm_s(m) == pytest.approx(2 * moe.moe_layers * one, rel=1e-12)
+    assert cost(gpus=16, model=moe).ep_alltoall_bytes(m) == 0.0  # ep = 1: no exchange
+    # Memory: all experts, over EP; the optimizer over every GPU.
+    experts = moe.moe_layers * moe.moe.experts * moe.expert_params
+    expect = ((moe.params - experts) + experts / 8) * 6 + moe.params / 16 * 12
+    assert t.state_bytes_per_gpu() == pytest.approx(expect, rel=1e-12)
+    # Compute from active parameters: the MoE model's GEMMs cost far less than a dense
+    # model of all its parameters would.
+    lengths = [2048] * 32
+    assert t.train_step(sum(lengths), lengths=lengths).compute_s < cost(
+        gpus=16).train_step(sum(lengths), lengths=lengths).compute_s
+
+
+def test_fsdp_traffic_per_micro_batch() -> None:
+    b = replace(FSDP, dp_overlap_fraction=0.0)
+    t = cost(gpus=16, backend=b, max_tokens=4096)
+    p = QWEN7.params
+    # Parameters all-gathered (bf16) for the forward and again for the backward, gradients
+    # reduce-scattered (fp32) after it, over all 16 GPUs (two nodes: the network).
+    per_mb = 3 * QWEN7.layers * LAT + 15 / 16 * p * (2 + 2 + 4) / NET_BW
+    lengths = [2048] * 64  # 4 per rank -> 2 micro-batches of 4096 tokens per rank
+    s = t.train_step(sum(lengths), lengths=lengths)
+    assert s.comm_s == pytest.approx(2 * per_mb, rel=1e-9)
+    # Half the token cap, twice the micro-batches, twice the traffic.
+    s2 = cost(gpus=16, backend=b, max_tokens=2048).train_step(sum(lengths), lengths=lengths)
+    assert s2.comm_s == pytest.approx(4 * per_mb, rel=1e-9)
+    # The default overlap hides part of it behind each micro-batch's compute.
+    assert cost(gpus=16, backend=FSDP, max_tokens=4096).train_step(
+        sum(lengths), lengths=lengths).comm_s < s.comm_s
+
+
+def test_megatron_dp_traffic_per_optimizer_step() -> None:
+    t = cost(gpus=16, ppo_mini_batch_size=4)
+    p = QWEN7.params
+    # bf16 gradient reduce-scatter + bf16 parameter all-gather over 16 ranks (two nodes),
+    # nothing overlapped (megatron-core defaults), once per optimizer step.
+    per_step = ring_reduce_scatter_s(p * (2 + 2), 16, NET_BW, 2 * LAT)
+    lengths = [1024] * 128
+    s = t.train_step(sum(lengths), lengths=lengths, prompts=16)
+    assert s.optimizer_steps == 4
+    assert s.comm_s == pytest.approx(4 * per_step, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- knobs
+
+def test_mini_batches_and_epochs() -> None:
+    t = cost(gpus=8, ppo_mini_batch_size=16, ppo_epochs=2)
+    lengths = [700] * (64 * 4)
+    s = t.train_step(sum(lengths), lengths=lengths, prompts=64)
+    assert s.optimizer_steps == 8
+    one = cost(gpus=8).train_step(sum(lengths), lengths=lengths, prompts=64)
+    assert one.optimizer_steps == 1
+    assert s.optimizer_s == pytest.approx(8 * one.optimizer_s, rel=1e-12)
+    assert s.compute_s == pytest.approx(2 * one.compute_s, rel=0.05)  # two epochs
+
+
+def test_recompute_modes() -> None:
+    lengths = [4096] * 8
+    tok = sum(lengths)
+    none, sel, full = (cost(gpus=1, recompute=r, max_tokens=8192).train_step(
+        tok, lengths=lengths) for r in ("none", "selective", "full"))
+    assert none.compute_s < sel.compute_s < full.compute_s
+    # Full recomputation runs each micro-batch's forward again: the forward pass's compute.
+    fwd = cost(gpus=1, max_tokens=8192).forward_s(tok, lengths=lengths)
+    fwd_compute = fwd - 4 * MEGATRON.micro_batch_overhead_s
+    assert full.compute_s - none.compute_s == pytest.approx(fwd_compute, rel=1e-9)
+    # The default follows the old boolean: recompute_activations=True is full.
+    legacy = TrainCost(QWEN7, H800, 1, 1, 1, 1, PROF, recompute_activations=False,
+                       backend=MEGATRON)
+    assert legacy.batching.recompute == "none"
+
+
+def test_log_prob_micro_batches() -> None:
+    lengths = [1000] * 64
+    tok = sum(lengths)
+    big = cost(gpus=8, log_prob_max_tokens=64_000)
+    small = cost(gpus=8, log_prob_micro_batch_size=1)
+    # One sample per micro-batch: 8 per rank instead of 1, 7 more fixed costs at least.
+    assert small.forward_s(tok, lengths=lengths) - big.forward_s(tok, lengths=lengths) > (
+        7 * MEGATRON.micro_batch_overhead_s)
+    # The training pass does not use them.
+    assert small.train_step(tok, lengths=lengths).total_s == big.train_step(
+        tok, lengths=lengths).total_s
+    assert big.forward_s(0) == 0.0
+
+
+def test_deterministic_and_lengths_default() -> None:
+    t = cost(gpus=8, ppo_mini_batch_size=8)
+    lengths = [100 + 37 * i % 900 for i in range(200)]
+    a = t.train_step(sum(lengths), lengths=lengths, prompts=25)
+    assert a == t.train_step(sum(lengths), lengths=lengths, prompts=25)
+    # Without lengths: sequences of seq_tokens.
+    assert t.train_step(4096 * 10, 4096) == t.train_step(4096 * 10, lengths=[4096] * 10)
+    assert t.grad_s(4096 * 10, 4096) < t.train_step(4096 * 10, 4096).total_s
+
+
+def test_from_config_defaults_to_the_kernel_path() -> None:
+    base = TrainConfig(pool="p")
+    t = TrainCost.from_config(QWEN7, H800, 8, base, PROF)
+    assert t.backend is MEGATRON and t.batching.recompute == "full"
+    mfu = TrainCost.from_config(QWEN7, H800, 8, base.model_copy(update={"mfu": 0.2}), PROF)
+    assert mfu.backend is None and mfu.profile.train_mfu == 0.2
+    prof = TrainCost.from_config(QWEN7, H800, 8, base.model_copy(update={"backend": "profile"}),
+                                 PROF)
+    assert prof.backend is None and prof.profile.train_mfu == PROF.train_mfu
+    cfg = TrainConfig(pool="p", backend="fsdp2", cp=2, max_token_len_per_gpu=1000,
+                      log_prob_max_token_len_per_gpu=3000, recompute="selective")
+    f = TrainCost.from_config(QWEN7, H800, 8, cfg, PROF)
+    assert f.backend is BACKENDS["fsdp2"]
+    assert (f.batching.max_tokens, f.batching.log_prob_max_tokens) == (2000, 6000)  # x cp
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ValidationError, match=r"train\.tp / train\.pp: backend fsdp"):
+        TrainConfig(pool="p", backend="fsdp", tp=2)
+    with pytest.raises(ValidationError, match=r"train\.ep"):
+        TrainConfig(pool="p", backend="fsdp2", ep=2)
+    with pytest.raises(ValueError, match="needs an MoE model"):
+        cost(gpus=8, ep=2)
+    with pytest.raises(ValueError, match="must divide dp\\*cp"):
+        cost(gpus=8, tp=4, model=lookup_model("qwen3-30b-a3b"), ep=4)
+    with pytest.raises(ValueError, match="no tensor or pipeline"):
+        cost(gpus=8, tp=2, backend=FSDP)
+    with pytest.raises(ValueError, match="micro_batch_size must be >= 1"):
+        TrainBatching(micro_batch_size=0)
+    with pytest.raises(ValueError, match="recompute"):
+        TrainBatching(recompute="some")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="megatron, fsdp, fsdp2"):
+        lookup_backend("deepspeed")
+    with pytest.raises(ValueError, match="lengths must be >= 0"):
+        cost().train_step(10, lengths=[-1, 11])
