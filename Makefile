@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report crosscheck-vidur setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -33,7 +33,7 @@ demo: $(STAMP)
 	  --out runs/demo
 
 test: $(STAMP)
-	$(BIN)/ruff check rlsim calibration tests benchmarks
+	$(BIN)/ruff check rlsim calibration crosscheck tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest
@@ -46,7 +46,7 @@ test-notorch: $(NOTORCH_STAMP)
 	$(NOTORCH)/bin/pytest -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check rlsim calibration tests benchmarks
+	$(BIN)/ruff check rlsim calibration crosscheck tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -90,8 +90,28 @@ rollmux-report: $(STAMP)
 belayer-report: $(STAMP)
 	$(BIN)/python scenarios/belayer/make_report.py
 
+# reports/real-runs.md: every measured public RL run (tests/data/real-runs) that rlsim can
+# express, simulated with no fitting, error per record (docs/validation.md, "Public real
+# runs"); also writes scenarios/real-runs/*.yaml. Seconds on 2 cores.
+.PHONY: real-runs
+real-runs: $(STAMP)
+	$(BIN)/python -m calibration.realruns
+
+# reports/crosscheck-vidur.md: rlsim's rollout engine against Vidur's vLLM scheduler on the
+# same request batches (crosscheck/README.md). Vidur lives in its own environment,
+# .venv-vidur (Python 3.11: vidur ships a cp311 wheel), never a dependency of rlsim.
+VIDUR := .venv-vidur
+VIDUR_PY ?= python3.11
+$(VIDUR)/.installed: crosscheck/requirements-vidur.txt
+	$(VIDUR_PY) -m venv $(VIDUR)
+	$(VIDUR)/bin/pip install --quiet -r crosscheck/requirements-vidur.txt
+	touch $(VIDUR)/.installed
+
+crosscheck-vidur: $(STAMP) $(VIDUR)/.installed
+	$(BIN)/python crosscheck/vidur_report.py
+
 calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json
 
 clean:
-	rm -rf $(VENV) $(NOTORCH) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NOTORCH) $(VIDUR) runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,2 @@
+"""Measured public RL runs against rlsim, with no fitting (docs/validation.md, "Public real
+runs"; `make real-runs`)."""

@@ -1,0 +1,347 @@
+"""Where every value the translator did not read off a record comes from, with its citation.
+
+Owns the public configs behind the real runs: NeMo-RL's performance recipes (resolved
+through their `defaults:` chain to grpo_math_1B.yaml), veRL's one-step-off-policy launch
+scripts and generated trainer defaults, vLLM's batch defaults, and the map from Hugging Face
+model names to rlsim catalogue names. Nothing here is chosen to fit a measured time: each
+value is the framework's own setting for that run, cited `file:line` at the commit the
+record's source points to (docs/validation.md, "Public real runs", lists them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A value and where it is written (file:line in the repository named by its table)."""
+
+    value: Any
+    source: str
+
+
+NEMO_RL = "NVIDIA-NeMo/RL@7ea279abfbeb698b092856d0dab61e7cf39bc909 examples/configs/"
+VERL = "volcengine/verl@b178a3cd56f58b2d502255daba591e92833930a7 "
+NEMO_RL_RECIPE_DIR = "recipes/llm/performance/"
+VLLM_BATCH_DEFAULTS = ("vllm-project/vllm vllm/engine/arg_utils.py EngineArgs."
+                       "get_batch_defaults: GPUs with >= 70 GiB that are not A100, LLM class")
+
+
+
+def nemo_rl_path(source: str) -> str:
+    """A NeMo-RL source of the recipe table as a path under examples/configs/."""
+    return source if source.startswith("grpo_math_1B") else NEMO_RL_RECIPE_DIR + source
+
+
+# NeMo-RL drives vLLM through its offline LLM class and sets neither max_num_seqs nor
+# max_num_batched_tokens (grpo_math_1B.yaml vllm_cfg), so vLLM's own defaults apply:
+# 1024 sequences and 16384 batched tokens on an H100-class GPU.
+NEMO_RL_VLLM = {
+    "max_num_seqs": Cited(1024, VLLM_BATCH_DEFAULTS),
+    "max_num_batched_tokens": Cited(16384, VLLM_BATCH_DEFAULTS),
+}
+
+# Each NeMo-RL performance recipe a record's notes name, every key resolved through its
+# `defaults:` chain (generated from the repository at NEMO_RL's commit; paths under
+# examples/configs/, recipes in recipes/llm/performance/). Keys: prompts
+# (grpo.num_prompts_per_step), generations (num_generations_per_prompt), max_total
+# (policy.max_total_sequence_length: prompt + response), train_tp/pp/cp/ep
+# (policy.megatron_cfg.*_parallel_size), recompute (megatron_cfg.activation_checkpointing),
+# rollout_tp and gpu_mem (generation.vllm_cfg), colocated and gen_nodes
+# (generation.colocated), async and age (grpo.async_grpo.enabled,
+# max_trajectory_age_steps), kl (loss_fn.reference_policy_kl_penalty), force_on_policy
+# (loss_fn.force_on_policy_ratio: when true NeMo-RL skips the prev-logprob pass,
+# nemo_rl/algorithms/grpo.py:2493-2509), gpn and nodes (cluster).
+NEMO_RL_RECIPES: dict[str, dict[str, Cited]] = {
+    "grpo-llama3.1-8b-instruct-2n8g.yaml": {
+        "prompts": Cited(64, "grpo-llama3.1-8b-instruct-2n8g.yaml:3"),
+        "generations": Cited(32, "grpo-llama3.1-8b-instruct-2n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-llama3.1-8b-instruct-2n8g.yaml:18"),
+        "train_tp": Cited(1, "grpo_math_1B.yaml:216"),
+        "train_pp": Cited(2, "grpo-llama3.1-8b-instruct-2n8g.yaml:25"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(1, "grpo_math_1B.yaml:218"),
+        "recompute": Cited(True, "grpo-llama3.1-8b-instruct-2n8g.yaml:26"),
+        "rollout_tp": Cited(1, "grpo_math_1B.yaml:416"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-llama3.1-8b-instruct-2n8g.yaml:8"),
+        "gpn": Cited(8, "grpo-llama3.1-8b-instruct-2n8g.yaml:54"),
+        "nodes": Cited(2, "grpo-llama3.1-8b-instruct-2n8g.yaml:55"),
+    },
+    "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml": {
+        "prompts": Cited(64, "grpo-llama3.1-8b-instruct-2n8g.yaml:3"),
+        "generations": Cited(32, "grpo-llama3.1-8b-instruct-2n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-llama3.1-8b-instruct-2n8g.yaml:18"),
+        "train_tp": Cited(1, "grpo_math_1B.yaml:216"),
+        "train_pp": Cited(1, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:15"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(1, "grpo_math_1B.yaml:218"),
+        "recompute": Cited(True, "grpo-llama3.1-8b-instruct-2n8g.yaml:26"),
+        "rollout_tp": Cited(1, "grpo_math_1B.yaml:416"),
+        "gpu_mem": Cited(0.8, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:24"),
+        "colocated": Cited(False, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:18"),
+        "gen_nodes": Cited(1, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:20"),
+        "async": Cited(True, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:4"),
+        "age": Cited(1, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:5"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:9"),
+        "gpn": Cited(8, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:30"),
+        "nodes": Cited(2, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:31"),
+    },
+    "grpo-qwen3-32b-4n8g.yaml": {
+        "prompts": Cited(64, "grpo-qwen3-32b-4n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-32b-4n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-qwen3-32b-4n8g.yaml:15"),
+        "train_tp": Cited(4, "grpo-qwen3-32b-4n8g.yaml:24"),
+        "train_pp": Cited(4, "grpo-qwen3-32b-4n8g.yaml:25"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(1, "grpo_math_1B.yaml:218"),
+        "recompute": Cited(False, "grpo_math_1B.yaml:188"),
+        "rollout_tp": Cited(4, "grpo-qwen3-32b-4n8g.yaml:35"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-qwen3-32b-4n8g.yaml:6"),
+        "gpn": Cited(8, "grpo-qwen3-32b-4n8g.yaml:44"),
+        "nodes": Cited(4, "grpo-qwen3-32b-4n8g.yaml:45"),
+    },
+    "grpo-qwen3-32b-8n8g-async-1off.yaml": {
+        "prompts": Cited(64, "grpo-qwen3-32b-4n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-32b-4n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-qwen3-32b-4n8g.yaml:15"),
+        "train_tp": Cited(4, "grpo-qwen3-32b-8n8g-async-1off.yaml:15"),
+        "train_pp": Cited(4, "grpo-qwen3-32b-8n8g-async-1off.yaml:16"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(1, "grpo_math_1B.yaml:218"),
+        "recompute": Cited(False, "grpo_math_1B.yaml:188"),
+        "rollout_tp": Cited(4, "grpo-qwen3-32b-8n8g-async-1off.yaml:26"),
+        "gpu_mem": Cited(0.8, "grpo-qwen3-32b-8n8g-async-1off.yaml:27"),
+        "colocated": Cited(False, "grpo-qwen3-32b-8n8g-async-1off.yaml:20"),
+        "gen_nodes": Cited(4, "grpo-qwen3-32b-8n8g-async-1off.yaml:22"),
+        "async": Cited(True, "grpo-qwen3-32b-8n8g-async-1off.yaml:4"),
+        "age": Cited(1, "grpo-qwen3-32b-8n8g-async-1off.yaml:5"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-qwen3-32b-8n8g-async-1off.yaml:9"),
+        "gpn": Cited(8, "grpo-qwen3-32b-8n8g-async-1off.yaml:33"),
+        "nodes": Cited(8, "grpo-qwen3-32b-8n8g-async-1off.yaml:34"),
+    },
+    "grpo-qwen3-30ba3b-4n8g.yaml": {
+        "prompts": Cited(64, "grpo-qwen3-30ba3b-4n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-30ba3b-4n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-qwen3-30ba3b-4n8g.yaml:15"),
+        "train_tp": Cited(1, "grpo-qwen3-30ba3b-4n8g.yaml:26"),
+        "train_pp": Cited(1, "grpo-qwen3-30ba3b-4n8g.yaml:27"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(8, "grpo-qwen3-30ba3b-4n8g.yaml:28"),
+        "recompute": Cited(False, "grpo_math_1B.yaml:188"),
+        "rollout_tp": Cited(2, "grpo-qwen3-30ba3b-4n8g.yaml:41"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-qwen3-30ba3b-4n8g.yaml:6"),
+        "gpn": Cited(8, "grpo-qwen3-30ba3b-4n8g.yaml:54"),
+        "nodes": Cited(4, "grpo-qwen3-30ba3b-4n8g.yaml:55"),
+    },
+    "grpo-qwen3-30ba3b-4n8g-async-1off.yaml": {
+        "prompts": Cited(64, "grpo-qwen3-30ba3b-4n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-30ba3b-4n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-qwen3-30ba3b-4n8g.yaml:15"),
+        "train_tp": Cited(1, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:15"),
+        "train_pp": Cited(2, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:16"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(8, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:17"),
+        "recompute": Cited(False, "grpo_math_1B.yaml:188"),
+        "rollout_tp": Cited(2, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:27"),
+        "gpu_mem": Cited(0.8, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:28"),
+        "colocated": Cited(False, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:21"),
+        "gen_nodes": Cited(2, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:23"),
+        "async": Cited(True, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:4"),
+        "age": Cited(1, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:5"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:9"),
+        "gpn": Cited(8, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:34"),
+        "nodes": Cited(4, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:35"),
+    },
+    "grpo-qwen3-30ba3b-24n8g-async-8off.yaml": {
+        "prompts": Cited(64, "grpo-qwen3-30ba3b-4n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-30ba3b-4n8g.yaml:4"),
+        "max_total": Cited(4096, "grpo-qwen3-30ba3b-4n8g.yaml:15"),
+        "train_tp": Cited(1, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:15"),
+        "train_pp": Cited(1, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:16"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(8, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:17"),
+        "recompute": Cited(False, "grpo_math_1B.yaml:188"),
+        "rollout_tp": Cited(2, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:27"),
+        "gpu_mem": Cited(0.8, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:28"),
+        "colocated": Cited(False, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:21"),
+        "gen_nodes": Cited(8, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:23"),
+        "async": Cited(True, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:4"),
+        "age": Cited(8, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:5"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(False, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:9"),
+        "gpn": Cited(8, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:34"),
+        "nodes": Cited(24, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:35"),
+    },
+    "grpo-deepseek-v3-32n8g.yaml": {
+        "prompts": Cited(32, "grpo-deepseek-v3-32n8g.yaml:3"),
+        "generations": Cited(16, "grpo-deepseek-v3-32n8g.yaml:4"),
+        "max_total": Cited(1536, "grpo-deepseek-v3-32n8g.yaml:17"),
+        "train_tp": Cited(1, "grpo_math_1B.yaml:216"),
+        "train_pp": Cited(16, "grpo-deepseek-v3-32n8g.yaml:26"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(16, "grpo-deepseek-v3-32n8g.yaml:27"),
+        "recompute": Cited(True, "grpo-deepseek-v3-32n8g.yaml:28"),
+        "rollout_tp": Cited(32, "grpo-deepseek-v3-32n8g.yaml:48"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-deepseek-v3-32n8g.yaml:10"),
+        "gpn": Cited(8, "grpo-deepseek-v3-32n8g.yaml:65"),
+        "nodes": Cited(32, "grpo-deepseek-v3-32n8g.yaml:66"),
+    },
+    "grpo-deepseek-v3-64n8g.yaml": {
+        "prompts": Cited(32, "grpo-deepseek-v3-32n8g.yaml:3"),
+        "generations": Cited(16, "grpo-deepseek-v3-32n8g.yaml:4"),
+        "max_total": Cited(1536, "grpo-deepseek-v3-32n8g.yaml:17"),
+        "train_tp": Cited(1, "grpo_math_1B.yaml:216"),
+        "train_pp": Cited(16, "grpo-deepseek-v3-32n8g.yaml:26"),
+        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
+        "train_ep": Cited(32, "grpo-deepseek-v3-64n8g.yaml:10"),
+        "recompute": Cited(True, "grpo-deepseek-v3-32n8g.yaml:28"),
+        "rollout_tp": Cited(32, "grpo-deepseek-v3-32n8g.yaml:48"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-deepseek-v3-32n8g.yaml:10"),
+        "gpn": Cited(8, "grpo-deepseek-v3-32n8g.yaml:65"),
+        "nodes": Cited(64, "grpo-deepseek-v3-64n8g.yaml:12"),
+    },
+    "grpo-qwen3-235b-16n8g.yaml": {
+        "prompts": Cited(16, "grpo-qwen3-235b-16n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-235b-16n8g.yaml:4"),
+        "max_total": Cited(8192, "grpo-qwen3-235b-16n8g.yaml:19"),
+        "train_tp": Cited(2, "grpo-qwen3-235b-16n8g.yaml:28"),
+        "train_pp": Cited(8, "grpo-qwen3-235b-16n8g.yaml:30"),
+        "train_cp": Cited(2, "grpo-qwen3-235b-16n8g.yaml:31"),
+        "train_ep": Cited(16, "grpo-qwen3-235b-16n8g.yaml:32"),
+        "recompute": Cited(True, "grpo-qwen3-235b-16n8g.yaml:33"),
+        "rollout_tp": Cited(16, "grpo-qwen3-235b-16n8g.yaml:50"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-qwen3-235b-16n8g.yaml:10"),
+        "gpn": Cited(8, "grpo-qwen3-235b-16n8g.yaml:64"),
+        "nodes": Cited(16, "grpo-qwen3-235b-16n8g.yaml:65"),
+    },
+    "grpo-qwen3-235b-32n8g.yaml": {
+        "prompts": Cited(16, "grpo-qwen3-235b-16n8g.yaml:3"),
+        "generations": Cited(32, "grpo-qwen3-235b-16n8g.yaml:4"),
+        "max_total": Cited(8192, "grpo-qwen3-235b-16n8g.yaml:19"),
+        "train_tp": Cited(2, "grpo-qwen3-235b-16n8g.yaml:28"),
+        "train_pp": Cited(8, "grpo-qwen3-235b-16n8g.yaml:30"),
+        "train_cp": Cited(2, "grpo-qwen3-235b-16n8g.yaml:31"),
+        "train_ep": Cited(16, "grpo-qwen3-235b-16n8g.yaml:32"),
+        "recompute": Cited(True, "grpo-qwen3-235b-16n8g.yaml:33"),
+        "rollout_tp": Cited(16, "grpo-qwen3-235b-16n8g.yaml:50"),
+        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
+        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
+        "async": Cited(False, "grpo_math_1B.yaml:57"),
+        "age": Cited(1, "grpo_math_1B.yaml:59"),
+        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
+        "force_on_policy": Cited(True, "grpo-qwen3-235b-16n8g.yaml:10"),
+        "gpn": Cited(8, "grpo-qwen3-235b-16n8g.yaml:64"),
+        "nodes": Cited(32, "grpo-qwen3-235b-32n8g.yaml:9"),
+    },
+}
+
+# veRL's one-step-off-policy launch scripts (verl/experimental/one_step_off_policy/shell/),
+# the companions of the README's table that the records name; keyed by (backend, layout).
+# veRL trainer defaults: verl/trainer/config/_generated_ppo_trainer.yaml.
+_VERL_DEFAULTS = "verl/trainer/config/_generated_ppo_trainer.yaml"
+_OSO = "verl/experimental/one_step_off_policy/shell/dapo_7b_math_"
+VERL_SCRIPTS: dict[tuple[str, str], dict[str, Cited]] = {
+    ("fsdp2", "colocate"): {
+        "max_prompt": Cited(2048, f"{_OSO}fsdp2_colocate.sh:17"),
+        "rollout_tp": Cited(2, f"{_OSO}fsdp2_colocate.sh:53"),
+        "gpu_mem": Cited(0.80, f"{_OSO}fsdp2_colocate.sh:98"),
+        "max_batched": Cited(2048 + 8192, f"{_OSO}fsdp2_colocate.sh:101 (prompt + response)"),
+        "kl": Cited(False, f"{_OSO}fsdp2_colocate.sh:9,11 (use_kl_in_reward, use_kl_loss)"),
+        "recompute": Cited(True, f"{_OSO}fsdp2_colocate.sh:87"),
+        "offload": Cited(True, f"{_OSO}fsdp2_colocate.sh:52"),
+        "use_dynamic_bsz": Cited(True, f"{_OSO}fsdp2_colocate.sh:49"),
+        "ppo_max_token_len_per_gpu": Cited((2048 + 8192) * 2, f"{_OSO}fsdp2_colocate.sh:50"),
+    },
+    ("megatron", "colocate"): {
+        "max_prompt": Cited(2048, f"{_OSO}megatron_colocate.sh:17"),
+        "rollout_tp": Cited(2, f"{_OSO}megatron_colocate.sh:54"),
+        "train_tp": Cited(2, f"{_OSO}megatron_colocate.sh:55"),
+        "train_pp": Cited(2, f"{_OSO}megatron_colocate.sh:56"),
+        "gpu_mem": Cited(0.80, f"{_OSO}megatron_colocate.sh:104"),
+        "max_batched": Cited(2048 + 8192, f"{_OSO}megatron_colocate.sh:107 (prompt + response)"),
+        "kl": Cited(False, f"{_OSO}megatron_colocate.sh:9,11 (use_kl_in_reward, use_kl_loss)"),
+        "offload": Cited(True, f"{_OSO}megatron_colocate.sh:53"),
+    },
+    ("fsdp2", "4_12"): {
+        "max_prompt": Cited(2048, f"{_OSO}fsdp2_4_12.sh:17"),
+        "rollout_tp": Cited(2, f"{_OSO}fsdp2_4_12.sh:60"),
+        "rollout_gpus": Cited(2 * 2, f"{_OSO}fsdp2_4_12.sh:33,36 (NNODES x n_gpus_rollout)"),
+        "gpu_mem": Cited(0.80, f"{_OSO}fsdp2_4_12.sh:103"),
+        "max_batched": Cited(2048 + 8192, f"{_OSO}fsdp2_4_12.sh:106 (prompt + response)"),
+        "kl": Cited(False, f"{_OSO}fsdp2_4_12.sh:9,11 (use_kl_in_reward, use_kl_loss)"),
+        "recompute": Cited(True, f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
+        "offload": Cited(False, f"{_OSO}fsdp2_4_12.sh:59 (actor_offload)"),
+        "use_dynamic_bsz": Cited(True, f"{_OSO}fsdp2_4_12.sh:55"),
+    },
+    ("megatron", "4_12"): {
+        "max_prompt": Cited(2048, f"{_OSO}megatron_4_12.sh:17"),
+        "rollout_tp": Cited(2, f"{_OSO}megatron_4_12.sh:59"),
+        "rollout_gpus": Cited(2 * 2, f"{_OSO}megatron_4_12.sh:34,37 (NNODES x n_gpus_rollout)"),
+        "train_tp": Cited(2, f"{_OSO}megatron_4_12.sh:60"),
+        "train_pp": Cited(2, f"{_OSO}megatron_4_12.sh:61"),
+        "gpu_mem": Cited(0.80, f"{_OSO}megatron_4_12.sh:110"),
+        "max_batched": Cited(2048 + 8192, f"{_OSO}megatron_4_12.sh:113 (prompt + response)"),
+        "kl": Cited(False, f"{_OSO}megatron_4_12.sh:9,11 (use_kl_in_reward, use_kl_loss)"),
+        "offload": Cited(False, f"{_OSO}megatron_4_12.sh:58 (actor_offload)"),
+    },
+}
+VERL_ROLLOUT = {
+    "max_num_seqs": Cited(256, f"{_VERL_DEFAULTS}:212 (actor_rollout_ref.rollout.max_num_seqs)"),
+}
+
+# Hugging Face name -> rlsim catalogue name, only where the architecture is the same
+# (config.json: layers, hidden, heads, kv heads, ffn, vocab). A name not here, or whose
+# catalogue entry rlsim does not have yet, is reported "model missing", never guessed.
+MODEL_NAMES: dict[str, Cited] = {
+    # Qwen2.5-Math-7B has Qwen2.5-7B's architecture (28 layers, hidden 3584, 28/4 heads,
+    # ffn 18944, vocab 152064); its config's 4096-token context is overridden by the veRL
+    # scripts (override_config.max_position_embeddings=32768, fsdp2_colocate.sh:79).
+    "Qwen/Qwen2.5-Math-7B": Cited("qwen2.5-7b", "huggingface.co/Qwen/Qwen2.5-Math-7B config.json"),
+    "Qwen/Qwen2.5-0.5B-Instruct": Cited("qwen2.5-0.5b", "same architecture as the base model"),
+    "Qwen/Qwen2.5-3B-Instruct": Cited("qwen2.5-3b", "same architecture as the base model"),
+    "Qwen/Qwen2.5-3B": Cited("qwen2.5-3b", "rlsim catalogue"),
+    "meta-llama/Llama-3.1-8B-Instruct": Cited("llama-3.1-8b", "same architecture as the base"),
+    "Qwen/Qwen3-8B": Cited("qwen3-8b", "rlsim catalogue"),
+    "Qwen/Qwen3-14B": Cited("qwen3-14b", "rlsim catalogue"),
+    "Qwen/Qwen3-32B": Cited("qwen3-32b", "rlsim catalogue"),
+    # MoE models: catalogue names of issue 19's Helper A; "model missing" until they exist.
+    "Qwen/Qwen3-30B-A3B": Cited("qwen3-30b-a3b", "issue 19 catalogue"),
+    "Qwen/Qwen3-235B-A22B": Cited("qwen3-235b-a22b", "issue 19 catalogue"),
+    # The BF16 export of DeepSeek-V3-0324 (same architecture as DeepSeek-V3).
+    "unsloth/DeepSeek-V3-0324-BF16": Cited("deepseek-v3", "issue 19 catalogue"),
+}

@@ -1,0 +1,133 @@
+"""The comparison arithmetic and the markdown table of measured runs against rlsim.
+
+Owns which rlsim phase answers which measured timing key, the relative error, the medians
+over records, and the rendering. SimPy-free: it reads summaries, not runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# A record's timing key(s) -> the rlsim phases (docs/metrics.md) that price the same work.
+# rlsim's `ref` phase holds both log-prob forwards (reference and old policy); `switch`
+# (colocated wake-up/offload) counts with the weight sync, as veRL's update_weights
+# includes the engine's wake-up and resharding.
+PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "gen": (("gen",), ("gen",)),
+    "logprob": (("old_log_prob", "ref"), ("ref",)),
+    "update_actor": (("update_actor",), ("train",)),
+    "update_weights": (("update_weights",), ("weight_sync", "switch")),
+}
+
+
+def rel_error(simulated: float, measured: float) -> float:
+    """(simulated - measured) / measured: +0.25 is rlsim 25% slow."""
+    if measured <= 0:
+        raise ValueError(f"measured time must be > 0 s, got {measured}")
+    return (simulated - measured) / measured
+
+
+def median_abs(errors: Sequence[float]) -> float | None:
+    """Median of |error|; None for no errors."""
+    return statistics.median(abs(e) for e in errors) if errors else None
+
+
+@dataclass
+class Row:
+    """One record in the table: measured, simulated (if it ran) and why not (if it did not)."""
+
+    id: str
+    framework: str
+    model: str
+    gpus: str
+    mode: str
+    moe: bool | None = None
+    measured_step_s: float | None = None
+    simulated_step_s: float | None = None
+    phases: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (meas, sim)
+    reason: str | None = None
+    lengths: str = ""
+
+    @property
+    def simulated(self) -> bool:
+        return self.simulated_step_s is not None and self.measured_step_s is not None
+
+    @property
+    def step_error(self) -> float | None:
+        if not self.simulated:
+            return None
+        assert self.simulated_step_s is not None and self.measured_step_s is not None
+        return rel_error(self.simulated_step_s, self.measured_step_s)
+
+    def phase_error(self, key: str) -> float | None:
+        if key not in self.phases:
+            return None
+        measured, sim = self.phases[key]
+        return rel_error(sim, measured) if measured > 0 else None
+
+
+def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
+                computed: dict[str, bool], policy: str) -> dict[str, tuple[float, float]]:
+    """(measured, simulated) per comparable phase. A phase is compared only if the record
+    times every pass rlsim computes in it (`computed`: which record keys rlsim runs);
+    gen only under sync, where both sides mean generation (under one_off/async a
+    record's gen and rlsim's gen are different things, docs/metrics.md)."""
+    pairs: dict[str, tuple[float, float]] = {}
+    for key, (measured_keys, sim_phases) in PHASES.items():
+        keys = [k for k in measured_keys if computed.get(k, True)]
+        if not keys or any(k not in timing_s for k in keys):
+            continue
+        if key == "gen" and policy != "sync":
+            continue
+        pairs[key] = (sum(timing_s[k] for k in keys),
+                      sum(phase_time_s.get(p, 0.0) for p in sim_phases))
+    return pairs
+
+
+def _pct(e: float | None) -> str:
+    return "" if e is None else f"{e:+.0%}"
+
+
+def _s(x: float | None) -> str:
+    return "" if x is None else f"{x:.1f}"
+
+
+def summary_lines(rows: Sequence[Row]) -> list[str]:
+    """The medians: overall, NeMo-RL only, dense and MoE, with their counts."""
+    def med(sel: Sequence[Row]) -> str:
+        errs = [r.step_error for r in sel if r.step_error is not None]
+        m = median_abs(errs)
+        return f"{m:.0%} over {len(errs)}" if m is not None else f"- (0 of {len(sel)})"
+
+    sim = [r for r in rows if r.simulated]
+    groups = (
+        ("all records", sim),
+        ("NeMo-RL only", [r for r in sim if r.framework.startswith("nemo-rl")]),
+        ("dense models", [r for r in sim if r.moe is False]),
+        ("MoE models", [r for r in sim if r.moe]),
+    )
+    lines = ["| records | median \\|step error\\| |", "|---|---|"]
+    lines += [f"| {name} | {med(sel)} |" for name, sel in groups]
+    lines.append(f"\n{len(sim)} of {len(rows)} records simulated.")
+    return lines
+
+
+def render_table(rows: Sequence[Row]) -> list[str]:
+    """One markdown row per record, in file order."""
+    head = ("| record | GPUs | model | rlsim policy | measured step s | rlsim step s | error "
+            "| gen | log-prob | update_actor | update_weights | not simulated because |")
+    lines = [head, "|" + "---|" * 12]
+    for r in rows:
+        cells = [f"`{r.id}`", r.gpus, r.model, r.mode, _s(r.measured_step_s),
+                 _s(r.simulated_step_s), _pct(r.step_error)]
+        for key in PHASES:
+            if key in r.phases:
+                m, s = r.phases[key]
+                cells.append(f"{m:.1f} / {s:.1f} ({_pct(r.phase_error(key))})")
+            else:
+                cells.append("")
+        cells.append(r.reason or "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines

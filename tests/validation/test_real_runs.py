@@ -1,0 +1,203 @@
+"""The real-runs harness (calibration/realruns): loader, translator, table arithmetic.
+
+Runs on the project's copy of the records (tests/data/real-runs), never ../shared.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.realruns.records import (
+    DEFAULT_PATH,
+    TIMING_KEYS,
+    load_records,
+    parse_record,
+)
+from calibration.realruns.table import (
+    Row,
+    median_abs,
+    phase_pairs,
+    rel_error,
+    summary_lines,
+)
+from calibration.realruns.translate import (
+    capped_lognormal_mean,
+    median_for_capped_mean,
+    note_facts,
+    resolve_gpu,
+    translate,
+)
+from rlsim.config.scenario import Scenario
+
+
+@pytest.fixture(scope="module")
+def records():
+    return {r.id: r for r in load_records()}
+
+
+# ---------------------------------------------------------------- loader
+def test_loader_reads_every_record_typed(records) -> None:
+    assert DEFAULT_PATH.exists()
+    assert len(records) == 40
+    assert sum(r.complete for r in records.values()) == 6
+    for r in records.values():
+        assert set(r.timing_s) <= set(TIMING_KEYS)
+    llama = records["nemorl-v0.5-llama31_8b-grpo-on-16xH100"]
+    assert (llama.gpu, llama.gpus_total, llama.rollout_n, llama.max_response_len) == (
+        "H100", 16, 32, 4096)
+    assert llama.timing_s == {"step": 92.8} and llama.response_len_mean == 1019.0
+    assert not llama.complete and llama.missing
+
+
+def _raw(**extra):
+    return {"id": "x", "source_url": "https://example.org", "framework": "verl", **extra}
+
+
+def test_loader_names_an_unknown_timing_key() -> None:
+    with pytest.raises(ValueError, match=r"unknown timing key\(s\) genn"):
+        parse_record(_raw(timing={"genn": 3.0}))
+
+
+def test_loader_names_a_mistyped_field_and_repeated_ids(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'gpus_total' should be int"):
+        parse_record(_raw(gpus_total="16"))
+    with pytest.raises(ValueError, match=r"timing\.step should be seconds"):
+        parse_record(_raw(timing={"step": -1}))
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(_raw()) + "\n" + json.dumps(_raw()) + "\n")
+    with pytest.raises(ValueError, match="repeated record id"):
+        load_records(path)
+
+
+# ---------------------------------------------------------------- translator
+def test_verl_colocated_record_maps_its_fields_and_script(records) -> None:
+    t = translate(records["verl-onestepoff-readme-7b-dapo-colocate-16xH20-fsdp2"])
+    s = t.scenario
+    assert s is not None and t.reason is None
+    Scenario.model_validate(s)
+    assert s["model"] == "qwen2.5-7b"
+    assert s["pools"] == [{"name": "cluster", "gpu": "H20", "nodes": 2, "gpus_per_node": 8}]
+    w = s["workload"]
+    assert (w["prompts_per_step"], w["samples_per_prompt"]) == (512, 12)
+    assert (w["max_response_len"], w["max_prompt_len"]) == (20480, 2048)
+    assert s["policy"] == {"name": "sync", "placement": "colocated"}
+    # the companion script: gen_tp=2, no KL (so no reference pass), 0.80 of GPU memory
+    assert s["rollout"]["tp"] == 2 and s["rollout"]["gpu_memory_utilization"] == 0.8
+    assert s["train"]["tp"] == 1  # FSDP: no tensor parallelism
+    assert not s["train"]["ref_logprob"] and s["train"]["old_logprob"]
+    assert any("dapo_7b_math_fsdp2_colocate.sh:53" in x for x in t.taken)
+    assert "not stated" in t.lengths
+
+
+def test_verl_one_step_off_record_splits_its_gpus(records) -> None:
+    t = translate(records["verl-onestepoff-readme-7b-dapo-async-4gen12train-H20-megatron"])
+    s = t.scenario
+    assert s is not None
+    Scenario.model_validate(s)
+    assert s["policy"] == {"name": "one_off", "placement": "disaggregated"}
+    assert (s["rollout"]["gpus"], s["train"]["gpus"]) == (4, 12)
+    assert (s["train"]["tp"], s["train"]["pp"]) == (2, 2)
+
+
+def test_nemo_rl_record_takes_the_table_layout_then_the_recipe(records) -> None:
+    t = translate(records["nemorl-v0.5-qwen3-32b-grpo-1stepoff-64xH100"])
+    s = t.scenario
+    assert s is not None
+    Scenario.model_validate(s)
+    assert s["model"] == "qwen3-32b" and s["pools"][0]["nodes"] == 8
+    assert (s["train"]["tp"], s["train"]["pp"], s["train"]["cp"]) == (4, 4, 1)
+    assert s["rollout"]["tp"] == 4
+    assert s["policy"] == {"name": "async", "placement": "disaggregated",
+                           "asynchronous": {"alpha": 1}}
+    assert (s["rollout"]["gpus"], s["train"]["gpus"]) == (32, 32)   # 4 generation nodes
+    assert s["rollout"]["max_running_seqs"] == 1024                 # vLLM's H100 default
+    assert s["train"]["ref_logprob"] and not s["train"]["old_logprob"]  # force_on_policy
+    # the stated mean response length is the capped lognormal's mean
+    rl, cap = s["workload"]["response_len"], s["workload"]["max_response_len"]
+    assert capped_lognormal_mean(rl["median"], rl["sigma"], cap) == pytest.approx(3252, rel=1e-3)
+
+
+def test_garbled_table_layout_falls_back_to_the_recipe(records) -> None:
+    rec = records["nemorl-v0.5-llama31_8b-grpo-on-16xH100"]
+    assert "training" not in note_facts(rec.notes)   # "[1,1,1,1,1,2,n/a] (sic)"
+    s = translate(rec).scenario
+    assert s is not None and s["train"]["pp"] == 2   # grpo-llama3.1-8b-instruct-2n8g.yaml:25
+
+
+def test_a_model_outside_the_catalogue_is_not_simulated(records) -> None:
+    t = translate(records["verl-issue7203-qwen3.5-9b-vl-geo3k-8xH800-sglang-megatron"])
+    assert t.scenario is None and t.reason is not None
+    assert t.reason.startswith("model missing: Qwen/Qwen3.5-9B")
+    raw = dict(records["nemorl-v0.5-qwen3-32b-grpo-on-32xH100"].raw, model="Acme/Unknown-7B")
+    t = translate(parse_record(raw))
+    assert t.scenario is None and "model missing: Acme/Unknown-7B" in (t.reason or "")
+
+
+def test_gpu_names_resolve_only_when_unambiguous() -> None:
+    assert resolve_gpu("H100") == "H100" and resolve_gpu("A100 80GB") == "A100"
+    for text in ("Ascend 910B (NPU, not NVIDIA)", "GH200 (aarch64)",
+                 "H100 (reported as '140G', i.e. likely H200-class memory)", None):
+        assert resolve_gpu(text) is None
+
+
+def test_capped_lognormal_mean_closed_form() -> None:
+    median, sigma = 400.0, 0.9
+    assert capped_lognormal_mean(median, sigma, 1e12) == pytest.approx(
+        median * math.exp(sigma**2 / 2))
+    draws = np.minimum(np.random.default_rng(0).lognormal(math.log(median), sigma, 400_000),
+                       1000.0)
+    assert capped_lognormal_mean(median, sigma, 1000.0) == pytest.approx(draws.mean(), rel=3e-3)
+    assert median_for_capped_mean(capped_lognormal_mean(median, sigma, 1000.0), sigma,
+                                  1000.0) == pytest.approx(median, rel=1e-6)
+    with pytest.raises(ValueError, match="cannot be reached under a cap"):
+        median_for_capped_mean(1000.0, sigma, 1000.0)
+
+
+# ---------------------------------------------------------------- table arithmetic
+def test_relative_error_and_median() -> None:
+    assert rel_error(125.0, 100.0) == pytest.approx(0.25)
+    assert rel_error(80.0, 100.0) == pytest.approx(-0.2)
+    assert median_abs([0.1, -0.3, 0.2]) == pytest.approx(0.2)
+    assert median_abs([0.1, -0.3]) == pytest.approx(0.2)
+    assert median_abs([]) is None
+    with pytest.raises(ValueError, match="measured time must be > 0"):
+        rel_error(1.0, 0.0)
+
+
+def test_phase_pairs_compare_only_like_with_like() -> None:
+    timing = {"gen": 100.0, "old_log_prob": 30.0, "ref": 20.0, "update_actor": 50.0,
+              "step": 200.0}
+    sim = {"gen": 90.0, "ref": 40.0, "train": 60.0, "weight_sync": 1.0, "switch": 2.0}
+    both = phase_pairs(timing, sim, {"old_log_prob": True, "ref": True}, "sync")
+    assert both == {"gen": (100.0, 90.0), "logprob": (50.0, 40.0),
+                    "update_actor": (50.0, 60.0)}
+    # no reference pass in the run: the log-prob phase is the old-policy pass alone;
+    # under one_off the record's gen is not rlsim's gen
+    off = phase_pairs(timing, sim, {"old_log_prob": True, "ref": False}, "one_off")
+    assert off == {"logprob": (30.0, 40.0), "update_actor": (50.0, 60.0)}
+    # a pass rlsim computes but the record does not time: nothing to compare
+    assert "logprob" not in phase_pairs({"old_log_prob": 3.0}, sim,
+                                        {"old_log_prob": True, "ref": True}, "sync")
+
+
+def test_summary_medians_split_by_framework_and_model_kind() -> None:
+    rows = [
+        Row("a", "nemo-rl", "m", "8 x H100", "sync", moe=False, measured_step_s=100.0,
+            simulated_step_s=110.0),
+        Row("b", "nemo-rl", "m", "8 x H100", "sync", moe=True, measured_step_s=100.0,
+            simulated_step_s=70.0),
+        Row("c", "verl", "m", "8 x H100", "sync", moe=False, measured_step_s=100.0,
+            simulated_step_s=120.0),
+        Row("d", "verl", "m", "?", "-", measured_step_s=50.0, reason="model missing: x"),
+    ]
+    text = "\n".join(summary_lines(rows))
+    assert "| all records | 20% over 3 |" in text
+    assert "| NeMo-RL only | 20% over 2 |" in text
+    assert "| dense models | 15% over 2 |" in text
+    assert "| MoE models | 30% over 1 |" in text
+    assert "3 of 4 records simulated." in text
