@@ -90,6 +90,12 @@ rollmux-report: $(STAMP)
 belayer-report: $(STAMP)
 	$(BIN)/python scenarios/belayer/make_report.py
 
+# reports/rollart.md: RollArt's SWE step breakdown (Fig. 3) and its sensitivity to the
+# values the paper does not state. Under a minute on 2 cores.
+.PHONY: rollart-report
+rollart-report: $(STAMP)
+	$(BIN)/python scenarios/rollart/make_report.py
+
 # reports/real-runs.md: every measured public RL run (tests/data/real-runs) that rlsim can
 # express, simulated with no fitting, error per record (docs/validation.md, "Public real
 # runs"); also writes scenarios/real-runs/*.yaml. Seconds on 2 cores.

@@ -152,4 +152,7 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
         # The live job copies the weights through one shared buffer: its measured cost is
         # the link's latency plus bytes at the link's rate (`weightsync`), nothing per tensor.
         "weight_sync": {"scheme": "link"},
+        # No Ray driver between the live job's two processes: its own messages are in the
+        # measured phases (the phase spans include them), so no controller phase on top.
+        "controller": {"enabled": False},
     }

@@ -21,6 +21,8 @@ from calibration.realruns.table import (
     phase_pairs,
     render_table,
     summary_lines,
+    where_error_lines,
+    with_remainder,
 )
 from calibration.realruns.translate import (
     STEPS,
@@ -67,8 +69,11 @@ def simulate_row(t: Translation) -> Row:
     row.simulated_step_s = summary["step_time_s"]["mean"]
     train = t.scenario["train"]
     computed = {"old_log_prob": train["old_logprob"], "ref": train["ref_logprob"]}
-    row.phases = phase_pairs(rec.timing_s, summary["phase_time_s"], computed,
-                             t.scenario["policy"]["name"])
+    row.sim_phase_s = dict(summary["phase_time_s"])
+    row.phases = with_remainder(
+        phase_pairs(rec.timing_s, summary["phase_time_s"], computed,
+                    t.scenario["policy"]["name"]),
+        rec.timing_s["step"], row.simulated_step_s)
     return row
 
 
@@ -86,11 +91,20 @@ def write_report(rows: list[Row], translations: list[Translation], path: Path) -
         "(`output.warmup_steps`); step time = mean of the rest",
         "- error = (rlsim - measured) / measured; phases: measured / rlsim s (error); "
         "log-prob = old_log_prob + ref (the passes rlsim computes for that run); "
-        "update_weights = weight_sync + switch",
+        "update_weights = weight_sync + switch; remainder = step - the phases both time",
         "",
         "## Summary",
         "",
         *summary_lines(rows),
+        "",
+        "## Where the error is",
+        "",
+        "Per phase, over the records that time it: error = (rlsim - measured) / measured; "
+        "remainder = the step less the phases both sides time (controller, reward, waits, "
+        "weight sync where the record does not time it). docs/validation.md, 'Public real "
+        "runs', reads it.",
+        "",
+        *where_error_lines(rows),
         "",
         "## Every record",
         "",

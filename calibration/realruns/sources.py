@@ -31,7 +31,10 @@ VLLM_BATCH_DEFAULTS = ("vllm-project/vllm vllm/engine/arg_utils.py EngineArgs."
 
 
 def nemo_rl_path(source: str) -> str:
-    """A NeMo-RL source of the recipe table as a path under examples/configs/."""
+    """A NeMo-RL source of the recipe table as a path under examples/configs/ (code under
+    nemo_rl/ as a path from the repository root)."""
+    if source.startswith("nemo_rl/"):
+        return "../../" + source
     return source if source.startswith("grpo_math_1B") else NEMO_RL_RECIPE_DIR + source
 
 
@@ -344,4 +347,182 @@ MODEL_NAMES: dict[str, Cited] = {
     "Qwen/Qwen3-235B-A22B": Cited("qwen3-235b-a22b", "issue 19 catalogue"),
     # The BF16 export of DeepSeek-V3-0324 (same architecture as DeepSeek-V3).
     "unsloth/DeepSeek-V3-0324-BF16": Cited("deepseek-v3", "issue 19 catalogue"),
+}
+
+# ---------------------------------------------------------------- round 2 of issue 19
+# The framework-layer fields (trainer backend and batching, engine switches, weight-sync
+# scheme) for the same runs; same commits, same rule: the run's own config, cited.
+
+# NeMo-RL's trainer batching per recipe (paths as in NEMO_RL_RECIPES): backend
+# (policy.megatron_cfg.enabled with dtensor_cfg.enabled false: Megatron-Core; DTensor would
+# be FSDP2-like), train_gbs (policy.train_global_batch_size, samples per optimizer step),
+# train_mbs (train_micro_batch_size) and logprob_mbs (logprob_batch_size): with sequence
+# packing on (NEMO_RL_COMMON) a micro-batch packs max_total_sequence_length x mbs tokens.
+NEMO_RL_BATCHING: dict[str, dict[str, Cited]] = {
+    "grpo-llama3.1-8b-instruct-2n8g.yaml": {
+        "backend": Cited("megatron", "grpo-llama3.1-8b-instruct-2n8g.yaml:21,23"),
+        "train_gbs": Cited(2048, "grpo-llama3.1-8b-instruct-2n8g.yaml:13"),
+        "train_mbs": Cited(1, "grpo-llama3.1-8b-instruct-2n8g.yaml:16"),
+        "logprob_mbs": Cited(2, "grpo-llama3.1-8b-instruct-2n8g.yaml:17"),
+    },
+    "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml": {
+        "backend": Cited("megatron", "grpo-llama3.1-8b-instruct-2n8g.yaml:21,23"),
+        "train_gbs": Cited(2048, "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml:13"),
+        "train_mbs": Cited(1, "grpo-llama3.1-8b-instruct-2n8g.yaml:16"),
+        "logprob_mbs": Cited(2, "grpo-llama3.1-8b-instruct-2n8g.yaml:17"),
+    },
+    "grpo-qwen3-32b-4n8g.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-32b-4n8g.yaml:17,22"),
+        "train_gbs": Cited(2048, "grpo-qwen3-32b-4n8g.yaml:12"),
+        "train_mbs": Cited(1, "grpo-qwen3-32b-4n8g.yaml:13"),
+        "logprob_mbs": Cited(4, "grpo-qwen3-32b-4n8g.yaml:14"),
+    },
+    "grpo-qwen3-32b-8n8g-async-1off.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-32b-4n8g.yaml:17,22"),
+        "train_gbs": Cited(2048, "grpo-qwen3-32b-8n8g-async-1off.yaml:13"),
+        "train_mbs": Cited(1, "grpo-qwen3-32b-4n8g.yaml:13"),
+        "logprob_mbs": Cited(4, "grpo-qwen3-32b-4n8g.yaml:14"),
+    },
+    "grpo-qwen3-30ba3b-4n8g.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-30ba3b-4n8g.yaml:19,24"),
+        "train_gbs": Cited(2048, "grpo-qwen3-30ba3b-4n8g.yaml:12"),
+        "train_mbs": Cited(1, "grpo-qwen3-30ba3b-4n8g.yaml:13"),
+        "logprob_mbs": Cited(2, "grpo-qwen3-30ba3b-4n8g.yaml:14"),
+    },
+    "grpo-qwen3-30ba3b-4n8g-async-1off.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-30ba3b-4n8g.yaml:19,24"),
+        "train_gbs": Cited(2048, "grpo-qwen3-30ba3b-4n8g-async-1off.yaml:13"),
+        "train_mbs": Cited(1, "grpo-qwen3-30ba3b-4n8g.yaml:13"),
+        "logprob_mbs": Cited(2, "grpo-qwen3-30ba3b-4n8g.yaml:14"),
+    },
+    "grpo-qwen3-30ba3b-24n8g-async-8off.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-30ba3b-4n8g.yaml:19,24"),
+        "train_gbs": Cited(512, "grpo-qwen3-30ba3b-24n8g-async-8off.yaml:13"),
+        "train_mbs": Cited(1, "grpo-qwen3-30ba3b-4n8g.yaml:13"),
+        "logprob_mbs": Cited(2, "grpo-qwen3-30ba3b-4n8g.yaml:14"),
+    },
+    "grpo-deepseek-v3-32n8g.yaml": {
+        "backend": Cited("megatron", "grpo-deepseek-v3-32n8g.yaml:22,24"),
+        "train_gbs": Cited(512, "grpo_math_1B.yaml:132"),
+        "train_mbs": Cited(1, "grpo-deepseek-v3-32n8g.yaml:15"),
+        "logprob_mbs": Cited(1, "grpo-deepseek-v3-32n8g.yaml:16"),
+    },
+    "grpo-deepseek-v3-64n8g.yaml": {
+        "backend": Cited("megatron", "grpo-deepseek-v3-32n8g.yaml:22,24"),
+        "train_gbs": Cited(512, "grpo_math_1B.yaml:132"),
+        "train_mbs": Cited(1, "grpo-deepseek-v3-32n8g.yaml:15"),
+        "logprob_mbs": Cited(1, "grpo-deepseek-v3-32n8g.yaml:16"),
+    },
+    "grpo-qwen3-235b-16n8g.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-235b-16n8g.yaml:24,26"),
+        "train_gbs": Cited(512, "grpo_math_1B.yaml:132"),
+        "train_mbs": Cited(1, "grpo-qwen3-235b-16n8g.yaml:17"),
+        "logprob_mbs": Cited(1, "grpo-qwen3-235b-16n8g.yaml:18"),
+    },
+    "grpo-qwen3-235b-32n8g.yaml": {
+        "backend": Cited("megatron", "grpo-qwen3-235b-16n8g.yaml:24,26"),
+        "train_gbs": Cited(512, "grpo_math_1B.yaml:132"),
+        "train_mbs": Cited(1, "grpo-qwen3-235b-16n8g.yaml:17"),
+        "logprob_mbs": Cited(1, "grpo-qwen3-235b-16n8g.yaml:18"),
+    },
+}
+
+# NeMo-RL settings no performance recipe overrides (grpo_math_1B.yaml at NEMO_RL's commit,
+# and the code that reads them).
+NEMO_RL_COMMON: dict[str, Cited] = {
+    # force_on_policy_ratio's default, and the check that it needs one optimizer step per
+    # RL step (train_global_batch_size == prompts x generations).
+    "force_on_policy_default": Cited(False, "grpo_math_1B.yaml:103"),
+    "force_on_policy_check": Cited(True, "nemo_rl/algorithms/grpo.py:700-706"),
+    "sequence_packing": Cited(True, "grpo_math_1B.yaml:332 (policy.sequence_packing.enabled; "
+                                    "train_mb_tokens = max_total_sequence_length x "
+                                    "train_micro_batch_size, :333-334)"),
+    "dynamic_batching": Cited(False, "grpo_math_1B.yaml:326"),
+    # activation_checkpointing true -> recompute_granularity "full" (grpo_math_1B.yaml:209),
+    # method uniform, 1 layer per checkpoint (nemo_rl/models/megatron/setup.py:1071-1076).
+    "recompute_granularity": Cited("full", "grpo_math_1B.yaml:209; "
+                                           "nemo_rl/models/megatron/setup.py:1071-1076"),
+    "enforce_eager": Cited(False, "grpo_math_1B.yaml:424 (vllm_cfg.enforce_eager)"),
+    "precision": Cited("bf16", "grpo_math_1B.yaml:137,413 (policy.precision bfloat16)"),
+    "kv_cache_dtype": Cited("auto", "grpo_math_1B.yaml:414"),
+    "rollout_ep": Cited(1, "grpo_math_1B.yaml:418 (vllm_cfg.expert_parallel_size)"),
+    "sleep_level": Cited(1, "nemo_rl/models/generation/vllm/vllm_worker.py:1309 "
+                            "(llm.sleep(level=1))"),
+    # Colocated refit: CUDA-IPC buckets of 0.3 x the trainer's free GPU memory at refit
+    # time (nemo_rl/algorithms/grpo.py:2356-2364), a run-time figure rlsim cannot know.
+    "colocated_refit": Cited("bucketed", "nemo_rl/algorithms/grpo.py:2354-2385 "
+                                         "(stream_weights_via_ipc_zmq)"),
+    # Disaggregated refit: NCCL packed broadcast in buckets of min(0.02 x GPU memory, 5 GiB).
+    "collective_refit": Cited("bucketed", "nemo_rl/algorithms/grpo.py:2396-2399; "
+                                          "nemo_rl/utils/packed_tensor.py:24-30"),
+    "collective_bucket_fraction": Cited(0.02, "nemo_rl/utils/packed_tensor.py:25"),
+    "collective_bucket_max_bytes": Cited(5 * 2**30, "nemo_rl/utils/packed_tensor.py:30"),
+}
+
+# veRL's one-step-off scripts again, the framework-layer knobs (same keys as VERL_SCRIPTS).
+VERL_BATCHING: dict[tuple[str, str], dict[str, Cited]] = {
+    ("fsdp2", "colocate"): {
+        "backend": Cited("fsdp2", f"{_OSO}fsdp2_colocate.sh:71"),
+        "cp": Cited(4, f"{_OSO}fsdp2_colocate.sh:54,97 (ulysses_sequence_parallel_size)"),
+        "mini": Cited(32, f"{_OSO}fsdp2_colocate.sh:27,91"),
+        "max_token_len": Cited((2048 + 8192) * 2, f"{_OSO}fsdp2_colocate.sh:50,83"),
+        "log_prob_max_token_len": Cited((2048 + 8192) * 3, f"{_OSO}fsdp2_colocate.sh:51,85"),
+        "param_offload": Cited(True, f"{_OSO}fsdp2_colocate.sh:52,92"),
+        "optimizer_offload": Cited(True, f"{_OSO}fsdp2_colocate.sh:52,93"),
+        "recompute": Cited("full", f"{_OSO}fsdp2_colocate.sh:87 "
+                                   "(enable_gradient_checkpointing)"),
+    },
+    ("megatron", "colocate"): {
+        "backend": Cited("megatron", f"{_OSO}megatron_colocate.sh:80"),
+        "mini": Cited(32, f"{_OSO}megatron_colocate.sh:27,95"),
+        "micro": Cited(2, f"{_OSO}megatron_colocate.sh:88 (dynamic bsz commented out, :58-64)"),
+        "log_prob_micro": Cited(4, f"{_OSO}megatron_colocate.sh:90"),
+        "param_offload": Cited(True, f"{_OSO}megatron_colocate.sh:53,96"),
+        "optimizer_offload": Cited(True, f"{_OSO}megatron_colocate.sh:53,97"),
+        "grad_offload": Cited(True, f"{_OSO}megatron_colocate.sh:53,98"),
+        "recompute": Cited("none", "verl/trainer/config/_generated_ppo_megatron_trainer.yaml:48 "
+                                   "(override_transformer_config.recompute_granularity: null)"),
+    },
+    ("fsdp2", "4_12"): {
+        "backend": Cited("fsdp2", f"{_OSO}fsdp2_4_12.sh:76"),
+        "cp": Cited(4, f"{_OSO}fsdp2_4_12.sh:61,102 (ulysses_sequence_parallel_size)"),
+        "mini": Cited(32, f"{_OSO}fsdp2_4_12.sh:27,96"),
+        "max_token_len": Cited((2048 + 8192) * 2, f"{_OSO}fsdp2_4_12.sh:56,89"),
+        "log_prob_max_token_len": Cited((2048 + 8192) * 3, f"{_OSO}fsdp2_4_12.sh:57,91"),
+        "param_offload": Cited(False, f"{_OSO}fsdp2_4_12.sh:59,97"),
+        "optimizer_offload": Cited(False, f"{_OSO}fsdp2_4_12.sh:59,98"),
+        "recompute": Cited("full", f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
+    },
+    ("megatron", "4_12"): {
+        "backend": Cited("megatron", f"{_OSO}megatron_4_12.sh:85"),
+        "mini": Cited(32, f"{_OSO}megatron_4_12.sh:27,101"),
+        "micro": Cited(2, f"{_OSO}megatron_4_12.sh:94 (dynamic bsz commented out, :63-69)"),
+        "log_prob_micro": Cited(4, f"{_OSO}megatron_4_12.sh:96"),
+        "param_offload": Cited(False, f"{_OSO}megatron_4_12.sh:58,102"),
+        "optimizer_offload": Cited(False, f"{_OSO}megatron_4_12.sh:58,103"),
+        "grad_offload": Cited(False, f"{_OSO}megatron_4_12.sh:58,104"),
+        "recompute": Cited("none", "verl/trainer/config/_generated_ppo_megatron_trainer.yaml:48 "
+                                   "(override_transformer_config.recompute_granularity: null)"),
+    },
+}
+
+# veRL engine and weight-sync defaults (same for the FSDP and Megatron generated configs).
+VERL_COMMON: dict[str, Cited] = {
+    "enforce_eager": Cited(False, f"{_VERL_DEFAULTS}:203 (rollout.enforce_eager)"),
+    "precision": Cited("bf16", f"{_VERL_DEFAULTS}:200 (rollout.dtype bfloat16)"),
+    "kv_cache_dtype": Cited("auto", "not set by veRL: vLLM's EngineArgs.kv_cache_dtype "
+                                    "default 'auto'"),
+    "rollout_ep": Cited(1, f"{_VERL_DEFAULTS}:208 (rollout.expert_parallel_size)"),
+    "ppo_epochs": Cited(1, f"{_VERL_DEFAULTS}:79"),
+    # Colocated (hybrid engine): bucketed, update_weights_bucket_megabytes 2048.
+    "bucketed": Cited("bucketed", "verl/workers/rollout/vllm_rollout/vllm_rollout.py:156"),
+    "bucket_bytes": Cited(2048 * 2**20, f"{_VERL_DEFAULTS}:265 "
+                                        "(checkpoint_engine.update_weights_bucket_megabytes)"),
+    # Hybrid engine sleeps its vLLM at level 2 (async server, the default rollout.mode).
+    "sleep_level": Cited(2, "verl/workers/rollout/vllm_rollout/vllm_async_server.py:567-569; "
+                            f"{_VERL_DEFAULTS}:194 (rollout.mode async)"),
+    # One-step-off: one NCCL broadcast per tensor from rank 0 (fsdp_workers.py:88-101,
+    # megatron_workers.py:85-99).
+    "broadcast": Cited("broadcast", "verl/experimental/one_step_off_policy/fsdp_workers.py:"
+                                    "88-101, megatron_workers.py:85-99"),
 }

@@ -47,6 +47,7 @@ class Row:
     measured_step_s: float | None = None
     simulated_step_s: float | None = None
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (meas, sim)
+    sim_phase_s: dict[str, float] = field(default_factory=dict)  # rlsim's phase_time_s
     reason: str | None = None
     lengths: str = ""
 
@@ -86,6 +87,58 @@ def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
     return pairs
 
 
+def with_remainder(pairs: dict[str, tuple[float, float]], measured_step_s: float,
+                   simulated_step_s: float) -> dict[str, tuple[float, float]]:
+    """`pairs` plus "remainder": the step less the phases both sides time, on each side
+    (the controller, reward, waits and whatever else the phases leave out). Only when at
+    least one phase is compared: otherwise the remainder is the step itself."""
+    if not pairs:
+        return dict(pairs)
+    out = dict(pairs)
+    out["remainder"] = (measured_step_s - sum(m for m, _ in pairs.values()),
+                        simulated_step_s - sum(x for _, x in pairs.values()))
+    return out
+
+
+DIAGNOSED = (*PHASES, "remainder")
+
+
+def where_error_lines(rows: Sequence[Row]) -> list[str]:
+    """Per phase (and the step's remainder): the median error over the records that time
+    it and the records whose seconds miss most, largest first."""
+    lines = [r"| phase | records | median error | median \|error\| | largest misses "
+             "(rlsim - measured, s) |", "|---|---|---|---|---|"]
+    for key in DIAGNOSED:
+        sel = [r for r in rows if r.simulated and key in r.phases]
+        errs = [e for r in sel if (e := r.phase_error(key)) is not None]
+        if not sel:
+            lines.append(f"| {key} | 0 | | | |")
+            continue
+        misses = sorted(sel, key=lambda r: -abs(r.phases[key][1] - r.phases[key][0]))
+        worst = "; ".join(f"`{r.id}` {r.phases[key][1] - r.phases[key][0]:+.0f}"
+                          for r in misses[:3])
+        med = statistics.median(errs) if errs else None
+        mabs = median_abs(errs)
+        lines.append(f"| {key} | {len(sel)} | {_pct(med)} | "
+                     f"{'' if mabs is None else format(mabs, '.0%')} | "
+                     f"{worst} |")
+    step_only = [r for r in rows if r.simulated and not r.phases]
+    if step_only:
+        lines += ["", "Records that time only the step (NeMo-RL's performance table): rlsim's "
+                  "own split of its step, s (gen is the trainer's wait under async):", "",
+                  "| record | error | gen | log-prob | train | weight sync + switch | other |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in step_only:
+            ph = r.sim_phase_s
+            parts = [ph.get("gen", 0.0), ph.get("ref", 0.0), ph.get("train", 0.0),
+                     ph.get("weight_sync", 0.0) + ph.get("switch", 0.0)]
+            assert r.simulated_step_s is not None
+            other = r.simulated_step_s - sum(parts)
+            lines.append(f"| `{r.id}` | {_pct(r.step_error)} | "
+                         + " | ".join(f"{x:.1f}" for x in (*parts, other)) + " |")
+    return lines
+
+
 def _pct(e: float | None) -> str:
     return "" if e is None else f"{e:+.0%}"
 
@@ -117,12 +170,13 @@ def summary_lines(rows: Sequence[Row]) -> list[str]:
 def render_table(rows: Sequence[Row]) -> list[str]:
     """One markdown row per record, in file order."""
     head = ("| record | GPUs | model | rlsim policy | measured step s | rlsim step s | error "
-            "| gen | log-prob | update_actor | update_weights | not simulated because |")
-    lines = [head, "|" + "---|" * 12]
+            "| gen | log-prob | update_actor | update_weights | remainder "
+            "| not simulated because |")
+    lines = [head, "|" + "---|" * 13]
     for r in rows:
         cells = [f"`{r.id}`", r.gpus, r.model, r.mode, _s(r.measured_step_s),
                  _s(r.simulated_step_s), _pct(r.step_error)]
-        for key in PHASES:
+        for key in DIAGNOSED:
             if key in r.phases:
                 m, s = r.phases[key]
                 cells.append(f"{m:.1f} / {s:.1f} ({_pct(r.phase_error(key))})")

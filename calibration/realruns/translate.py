@@ -19,33 +19,24 @@ from calibration.realruns.records import ROOT, RunRecord
 from calibration.realruns.sources import (
     MODEL_NAMES,
     NEMO_RL,
+    NEMO_RL_BATCHING,
+    NEMO_RL_COMMON,
     NEMO_RL_RECIPES,
     NEMO_RL_VLLM,
     VERL,
+    VERL_BATCHING,
+    VERL_COMMON,
     VERL_ROLLOUT,
     VERL_SCRIPTS,
     Cited,
     nemo_rl_path,
 )
 from rlsim.config.hardware import GPUS, lookup_model
-from rlsim.config.scenario import TrainConfig
 
 STEPS = 5          # simulated steps per record
 WARMUP_STEPS = 1   # left out of the step time (output.warmup_steps)
 GPUS_PER_NODE = 8  # DGX/HGX nodes: NeMo-RL recipes' cluster.gpus_per_node, veRL's scripts
 DAPO_TRACE = ROOT / "traces" / "polytrace" / "dapo-qwen2.5-32b"
-
-# A stated fact -> the TrainConfig field that would carry it, first name the schema has.
-# Used only when rlsim's schema has such a field (issue 19 adds training backends).
-OPTIONAL_TRAIN_FIELDS: dict[str, tuple[str, ...]] = {
-    "backend": ("backend",),
-    "ep": ("ep", "expert_model_parallel_size"),
-    "use_dynamic_bsz": ("use_dynamic_bsz",),
-    "ppo_max_token_len_per_gpu": ("ppo_max_token_len_per_gpu",),
-    "offload": ("param_offload",),
-    "optimizer_offload": ("optimizer_offload",),
-}
-
 
 @dataclass
 class Translation:
@@ -175,7 +166,8 @@ class _Builder:
         if cited is None:
             return None
         source = nemo_rl_path(cited.source) if where == NEMO_RL else cited.source
-        self.t.taken.append(f"{name} = {cited.value} ({where}{source})")
+        text = f"{where}{source}".replace("examples/configs/../../", "")
+        self.t.taken.append(f"{name} = {cited.value} ({text})")
         return cited.value
 
     def first(self, name: str, stated: Any, *fallbacks: tuple[Cited | None, str]) -> Any:
@@ -194,6 +186,136 @@ def _framework(rec: RunRecord) -> str | None:
     if fw == "verl":
         return "verl"
     return None
+
+
+def script_key(rec: RunRecord, fw: str) -> tuple[str, str] | None:
+    """(backend, layout) of the veRL one-step-off script a record names, else None."""
+    if fw != "verl" or "one_step_off_policy" not in rec.source_url:
+        return None
+    layout = "4_12" if (rec.mode or "").startswith("async") else "colocate"
+    return (rec.train_backend or "", layout)
+
+
+def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[str, Cited],
+                     facts: dict[str, Any], key: tuple[str, str] | None, prompts: int, n: int,
+                     old: bool) -> bool:
+    """Fill the trainer's framework-layer fields (backend, optimizer steps, micro-batching,
+    recompute, offload) from the record and its framework's config; return whether the
+    old-log-prob pass runs (a stated batch size can rule out a recipe's
+    force_on_policy_ratio)."""
+    rec = b.rec
+    if fw == "nemo-rl" and recipe:
+        batching = NEMO_RL_BATCHING[facts["recipe"]]
+        train["backend"] = b.first("train.backend", rec.train_backend,
+                                   (batching["backend"], NEMO_RL))
+        train["recompute"] = "full" if train.get("recompute_activations") else "none"
+        if train["recompute"] == "full":
+            b.take("train.recompute", NEMO_RL_COMMON["recompute_granularity"], NEMO_RL)
+        samples = prompts * n
+        t_gbs = b.first("train_global_batch_size (samples per optimizer step)",
+                        facts.get("t_gbs"), (batching["train_gbs"], NEMO_RL))
+        if t_gbs % n == 0 and samples % t_gbs == 0:
+            train["ppo_mini_batch_size"] = t_gbs // n
+        else:
+            b.t.dropped.append(f"T-GBS {t_gbs} (not whole prompts of {n} samples)")
+        if not old and t_gbs != samples:
+            # The recipe's force_on_policy_ratio needs T-GBS == G-GBS (grpo.py asserts it);
+            # the measured run's T-GBS differs, so it ran with the default and computed
+            # the previous-policy log-probs.
+            b.take("force_on_policy_ratio (recipe's true impossible at T-GBS "
+                   f"{t_gbs} != {samples}, {NEMO_RL_COMMON['force_on_policy_check'].source})",
+                   NEMO_RL_COMMON["force_on_policy_default"], NEMO_RL)
+            old = True
+        b.take("sequence packing (dynamic micro-batches)", NEMO_RL_COMMON["sequence_packing"],
+               NEMO_RL)
+        max_total = recipe["max_total"].value
+        cp = train.get("cp", 1)
+        train["max_token_len_per_gpu"] = b.take(
+            "train.max_token_len_per_gpu (max_total_sequence_length x train_micro_batch_size"
+            " / cp)", Cited(math.ceil(max_total * batching["train_mbs"].value / cp),
+                            f"{recipe['max_total'].source}, {batching['train_mbs'].source}"),
+            NEMO_RL)
+        train["log_prob_max_token_len_per_gpu"] = b.take(
+            "train.log_prob_max_token_len_per_gpu (max_total_sequence_length x "
+            "logprob_batch_size / cp)",
+            Cited(math.ceil(max_total * batching["logprob_mbs"].value / cp),
+                  f"{recipe['max_total'].source}, {batching['logprob_mbs'].source}"), NEMO_RL)
+        b.t.dropped.append("sequence packing by modified_first_fit_decreasing "
+                           "(grpo_math_1B.yaml:335; rlsim packs next-fit in order)")
+    elif fw == "verl" and key in VERL_BATCHING:
+        assert key is not None
+        v = VERL_BATCHING[key]
+        train["backend"] = b.first("train.backend", rec.train_backend, (v["backend"], VERL))
+        train["recompute"] = b.take("train.recompute", v["recompute"], VERL)
+        train["recompute_activations"] = train["recompute"] != "none"
+        if "cp" in v:
+            train["cp"] = b.take("train.cp (Ulysses sequence parallel)", v["cp"], VERL)
+        stated_mini = rec.raw.get("ppo_mini_batch_size")
+        train["ppo_mini_batch_size"] = b.first("train.ppo_mini_batch_size", stated_mini,
+                                               (v["mini"], VERL))
+        train["ppo_epochs"] = b.take("train.ppo_epochs", VERL_COMMON["ppo_epochs"], VERL)
+        for field_name, k in (("micro_batch_size_per_gpu", "micro"),
+                              ("log_prob_micro_batch_size_per_gpu", "log_prob_micro"),
+                              ("max_token_len_per_gpu", "max_token_len"),
+                              ("log_prob_max_token_len_per_gpu", "log_prob_max_token_len"),
+                              ("param_offload", "param_offload"),
+                              ("optimizer_offload", "optimizer_offload"),
+                              ("grad_offload", "grad_offload")):
+            if k in v:
+                train[field_name] = b.take(f"train.{field_name}", v[k], VERL)
+        if key[0] == "megatron":
+            b.t.dropped.append("use_remove_padding (Megatron THD: fixed micro-batches "
+                               "unpadded; rlsim pads them, _generated_ppo_megatron_trainer."
+                               "yaml:57)")
+        else:
+            b.t.dropped.append("fsdp_size=2 (HSDP shard groups of 2 GPUs)")
+    elif rec.train_backend:
+        b.t.dropped.append(f"train_backend={rec.train_backend} (no config mapped)")
+    return old
+
+
+def _engine_options(b: _Builder, fw: str) -> dict[str, Any]:
+    """Rollout engine switches (CUDA graphs, weight and KV dtypes, expert parallelism): the
+    framework's settings, which the records never change."""
+    common = NEMO_RL_COMMON if fw == "nemo-rl" else VERL_COMMON
+    src = NEMO_RL if fw == "nemo-rl" else VERL
+    if fw not in ("nemo-rl", "verl"):
+        return {}
+    return {
+        "cuda_graphs": not b.take("vLLM enforce_eager (rollout.cuda_graphs = not it)",
+                                  common["enforce_eager"], src),
+        "dtype": b.take("rollout.dtype", common["precision"], src),
+        "kv_cache_dtype": b.take("rollout.kv_cache_dtype", common["kv_cache_dtype"], src),
+        "ep": b.take("rollout.ep", common["rollout_ep"], src),
+    }
+
+
+def _weight_sync(b: _Builder, fw: str, colocated: bool, gpu: str) -> dict[str, Any]:
+    """The weight-sync scheme, bucket size and engine sleep level the framework uses."""
+    if fw == "nemo-rl":
+        c = NEMO_RL_COMMON
+        if colocated:
+            b.t.dropped.append("colocated refit buckets of 0.3 x free GPU memory at refit "
+                               "(run-time; rlsim's default bucket size kept)")
+            return {"scheme": b.take("weight_sync.scheme", c["colocated_refit"], NEMO_RL),
+                    "engine_sleep_level": b.take("weight_sync.engine_sleep_level",
+                                                 c["sleep_level"], NEMO_RL)}
+        hbm = GPUS[gpu].hbm
+        bucket = min(int(hbm * c["collective_bucket_fraction"].value),
+                     c["collective_bucket_max_bytes"].value)
+        return {"scheme": b.take("weight_sync.scheme", c["collective_refit"], NEMO_RL),
+                "bucket_size": b.take(
+                    "weight_sync.bucket_size (min(0.02 x GPU memory, 5 GiB))",
+                    Cited(bucket, c["collective_bucket_fraction"].source), NEMO_RL)}
+    if fw == "verl":
+        c = VERL_COMMON
+        if not colocated:
+            return {"scheme": b.take("weight_sync.scheme", c["broadcast"], VERL)}
+        return {"scheme": b.take("weight_sync.scheme", c["bucketed"], VERL),
+                "bucket_size": b.take("weight_sync.bucket_size", c["bucket_bytes"], VERL),
+                "engine_sleep_level": b.take("weight_sync.engine_sleep_level",
+                                             c["sleep_level"], VERL)}
+    return {}
 
 
 def translate(rec: RunRecord) -> Translation:
@@ -220,9 +342,8 @@ def translate(rec: RunRecord) -> Translation:
     facts = note_facts(rec.notes) if fw == "nemo-rl" else {}
     if fw == "nemo-rl":
         recipe = NEMO_RL_RECIPES.get(facts.get("recipe", ""), {})
-    elif fw == "verl" and "one_step_off_policy" in rec.source_url:
-        layout = "4_12" if (rec.mode or "").startswith("async") else "colocate"
-        script = VERL_SCRIPTS.get((rec.train_backend or "", layout), {})
+    elif script_key(rec, fw) is not None:
+        script = VERL_SCRIPTS.get(script_key(rec, fw) or ("", ""), {})
     src = NEMO_RL if fw == "nemo-rl" else VERL
 
     # Prompts and responses per step: a recipe fills them only where its product is the
@@ -290,6 +411,8 @@ def translate(rec: RunRecord) -> Translation:
         train["tp"] = 1  # FSDP shards parameters over data-parallel ranks: no TP
     if recompute is not None:
         train["recompute_activations"] = bool(recompute)
+    if ep and ep > 1:
+        train["ep"] = ep  # expert_model_parallel_size of the measured run (or its recipe)
 
     if rec.use_kl is not None:
         ref = rec.use_kl
@@ -305,27 +428,14 @@ def translate(rec: RunRecord) -> Translation:
                          recipe["force_on_policy"], src)
     else:
         old = True  # veRL recomputes old log-probs every step (timing_s/old_log_prob)
-    train["ref_logprob"], train["old_logprob"] = bool(ref), bool(old)
+    train["ref_logprob"] = bool(ref)
 
-    optional: dict[str, Any] = {}
-    if rec.train_backend:
-        optional["backend"] = rec.train_backend
-    if ep and ep > 1:
-        optional["ep"] = ep
-    for key in ("use_dynamic_bsz", "ppo_max_token_len_per_gpu", "offload"):
-        if key in script:
-            optional[key] = script[key].value
-    if script.get("offload") is not None:
-        optional["optimizer_offload"] = script["offload"].value
-    for key, value in optional.items():
-        name = next((f for f in OPTIONAL_TRAIN_FIELDS[key] if f in TrainConfig.model_fields),
-                    None)
-        if name is None:
-            b.t.dropped.append(f"{key}={value}")
-        else:
-            train[name] = value
-    if facts.get("t_gbs") and facts.get("g_gbs") and facts["g_gbs"] > facts["t_gbs"]:
-        b.t.dropped.append(f"optimizer steps per RL step={facts['g_gbs'] // facts['t_gbs']}")
+    colocated_run = not (recipe and not recipe["colocated"].value) and not (
+        fw == "verl" and (rec.mode or "").startswith("async"))
+    old = _framework_layer(b, train, fw, recipe, facts, script_key(rec, fw), prompts, n, old)
+    train["old_logprob"] = bool(old)
+    rollout_extra = _engine_options(b, fw)
+    weight_sync = _weight_sync(b, fw, colocated_run, gpu)
 
     # ------------------------------------------------------------ placement and policy
     gpus = rec.gpus_total
@@ -333,7 +443,7 @@ def translate(rec: RunRecord) -> Translation:
             "gpus_per_node": min(gpus, GPUS_PER_NODE)}
     rollout: dict[str, Any] = {"pool": "cluster", "tp": rollout_tp,
                                "max_running_seqs": max_seqs, "max_batched_tokens": max_batched,
-                               "gpu_memory_utilization": gpu_mem}
+                               "gpu_memory_utilization": gpu_mem, **rollout_extra}
     policy: dict[str, Any] = {"name": "sync", "placement": "colocated"}
     if recipe and not recipe["colocated"].value:
         gen_gpus = recipe["gen_nodes"].value * GPUS_PER_NODE
@@ -381,7 +491,7 @@ def translate(rec: RunRecord) -> Translation:
                        "calibration/realruns (docs/validation.md, 'Public real runs').",
         "seed": 0, "steps": STEPS, "model": model, "pools": [pool], "rollout": rollout,
         "train": train, "workload": workload, "policy": policy,
-        "output": {"warmup_steps": WARMUP_STEPS},
+        "weight_sync": weight_sync, "output": {"warmup_steps": WARMUP_STEPS},
     }
     return b.t
 

@@ -134,8 +134,10 @@ def estimate_work(scenario: Scenario) -> WorkEstimate:
     """The run's size from the scenario fields alone (see the module docstring)."""
     w = scenario.workload
     gpus = _gpus(scenario)
-    # Engines: the rollout GPUs (default: all of the cluster, an upper bound) over the TP.
-    engines = max(1, min(scenario.rollout.gpus or gpus, gpus) // scenario.rollout.tp)
+    # Engines: the rollout GPUs (default: all of the cluster, an upper bound) over an
+    # engine's tp x pp GPUs.
+    engines = max(1, min(scenario.rollout.gpus or gpus, gpus) // (
+        scenario.rollout.tp * scenario.rollout.pp))
     per_step = float(w.prompts_per_step) * float(w.samples_per_prompt)
     policy = scenario.policy
     if policy.name == "tail_batching":

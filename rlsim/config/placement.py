@@ -1,8 +1,10 @@
 """Where each role runs: the GPUs of rollout, trainer and judge, checked against the pools.
 
 Owns `Placement` (how many GPUs and engines each role gets) and `check_placement`, which
-raises `ScenarioError` naming the field for impossible placements: a missing pool, TP larger
-than a node, roles that do not fit in their pool, colocation across different pools.
+raises `ScenarioError` naming the field for impossible placements: a missing pool, a
+trainer or judge TP larger than a node, a rollout engine (tp x pp GPUs) that spans nodes
+without filling whole ones, roles that do not fit in their pool, colocation across
+different pools.
 """
 
 from __future__ import annotations
@@ -42,6 +44,29 @@ def _check_tp(tp: int, pool: PoolConfig, field: str) -> None:
             field, f"TP {tp} is larger than a node of pool {pool.name!r} ({pool.node_size} GPUs);"
             " TP runs inside one node",
         )
+
+
+def _check_engine(tp: int, pp: int, pool: PoolConfig, gpus: int) -> None:
+    """A rollout engine of tp x pp GPUs: TP inside a node or a whole number of nodes (vLLM
+    runs TP over the network then), the engine inside a node or on whole nodes, and the
+    rollout GPUs a whole number of engines."""
+    node = pool.node_size
+    if tp & (tp - 1):
+        raise ScenarioError("rollout.tp", f"TP {tp} must be a power of two (1, 2, 4, 8, ...)")
+    if tp > node and tp % node:
+        raise ScenarioError(
+            "rollout.tp", f"TP {tp} spans nodes of pool {pool.name!r} ({node} GPUs) but is not "
+            f"a whole number of nodes; use a TP up to {node} or a multiple of it")
+    size = tp * pp
+    if size > node and size % node:
+        raise ScenarioError(
+            "rollout.pp", f"an engine of tp x pp = {tp} x {pp} = {size} GPUs spans nodes of "
+            f"pool {pool.name!r} ({node} GPUs) but is not a whole number of nodes; make "
+            f"tp x pp a multiple of {node} or at most {node}")
+    if gpus % size:
+        field = "rollout.pp" if pp > 1 else "rollout.tp"
+        raise ScenarioError(field, f"rollout GPUs ({gpus}) must be a multiple of the engine's "
+                            f"tp x pp = {tp} x {pp} = {size} GPUs")
 
 
 def resolve_placement(scenario: Scenario) -> Placement:
@@ -84,9 +109,7 @@ def resolve_placement(scenario: Scenario) -> Placement:
         if gpus > pool.gpus:
             raise ScenarioError(field, f"{gpus} GPUs requested but pool {pool.name!r} has "
                                 f"{pool.gpus}")
-    _check_tp(r.tp, rpool, "rollout.tp")
-    if rg % r.tp:
-        raise ScenarioError("rollout.tp", f"rollout GPUs ({rg}) must be a multiple of TP {r.tp}")
+    _check_engine(r.tp, r.pp, rpool, rg)
     _check_tp(t.tp, tpool, "train.tp")
     shard = t.tp * t.pp * t.cp
     if tg % shard:
@@ -115,7 +138,7 @@ def resolve_placement(scenario: Scenario) -> Placement:
             raise ScenarioError(
                 "reward.judge.gpus", f"{judge.gpus} judge GPUs do not fit in pool "
                 f"{jpool.name!r}: {taken} of its {jpool.gpus} GPUs already run rollout/train")
-    return Placement(colocated, rpool, tpool, rg, tg, rg // r.tp)
+    return Placement(colocated, rpool, tpool, rg, tg, rg // (r.tp * r.pp))
 
 
 def check_placement(scenario: Scenario, base_dir: Path) -> None:

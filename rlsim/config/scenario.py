@@ -117,7 +117,7 @@ def unique_pools(pools: list[PoolConfig]) -> list[PoolConfig]:
 
 
 class RolloutConfig(Frozen):
-    """Rollout engines: vLLM/SGLang-like servers, one per `tp` GPUs."""
+    """Rollout engines: vLLM/SGLang-like servers, one per `tp` x `pp` GPUs."""
 
     pool: str = Field(description="Pool the engines run on.")
     gpus: int | None = Field(
@@ -125,7 +125,12 @@ class RolloutConfig(Frozen):
         description="GPUs of the pool used for rollout; default all of it (colocated or a "
         "pool of its own) or half of it (disaggregated sharing one pool).",
     )
-    tp: int = Field(default=1, gt=0, description="Tensor-parallel degree of each engine.")
+    tp: int = Field(
+        default=1, gt=0,
+        description="Tensor-parallel degree of each engine (vLLM `tensor_parallel_size`; "
+        "NeMo-RL: policy.generation.vllm_cfg.tensor_parallel_size). Up to a node, or a "
+        "whole number of nodes: an engine spanning nodes runs its TP all-reduces over the "
+        "network (NVLink inside each node).")
     max_running_seqs: int = Field(
         default=256, gt=0, description="Cap on running sequences per engine (vLLM max_num_seqs)."
     )
@@ -176,6 +181,14 @@ class RolloutConfig(Frozen):
         "`enable_expert_parallel`; SGLang `--ep-size`): routed experts split ep ways over the "
         "engine's tp GPUs (ep must divide tp and the experts), tokens sent to their experts' "
         "GPUs and back by an all-to-all per MoE layer. 1: every expert TP-sharded.",
+    )
+    pp: int = Field(
+        default=1, gt=0,
+        description="Pipeline-parallel stages of each engine (vLLM `pipeline_parallel_size`; "
+        "NeMo-RL: policy.generation.vllm_cfg.pipeline_parallel_size): the layers split pp "
+        "ways, each stage on tp GPUs, so an engine takes tp x pp GPUs (a whole number of "
+        "nodes when more than one) and pp micro-batches of its batch are in flight. 1: no "
+        "pipeline.",
     )
 
 
@@ -445,15 +458,17 @@ class WeightSyncConfig(Frozen):
         description="vLLM sleep mode level of colocated engines (LLM.sleep(level=...)): 1 "
         "copies the weights to host memory and back, 2 discards them (the sync brings them).",
     )
-    controller_step: Seconds = Field(
-        default=0.0, ge=0,
-        description="The single controller's fixed work per step (batch gather, advantage "
-        "computation, dispatch): veRL's timing_s/adv and the unattributed rest; 0: not "
-        "modelled.",
+    framework: Literal["verl", "roll"] = Field(
+        default="verl",
+        description="Whose sender loop drives a broadcast / bucketed / delta sync (its fixed "
+        "costs, docs/cost-model.md): verl (also slime: one CUDA IPC handle or NCCL collective "
+        "per bucket) or roll (ROLL's Megatron model_update: a Ray call to every engine and a "
+        "barrier per bucket; ROLL's bucket is 256 MiB, so set bucket_size: 256 MiB).",
     )
-    controller_per_token: Seconds = Field(
-        default=0.0, ge=0,
-        description="The single controller's work per batch token (prompt + response).",
+    store_transport: Literal["rdma", "tcp"] = Field(
+        default="rdma",
+        description="scheme host_store only: the store's transport (Mooncake transfer engine "
+        "protocol 'rdma' or 'tcp'; RollArt measures both).",
     )
 
     @model_validator(mode="after")
@@ -462,6 +477,35 @@ class WeightSyncConfig(Frozen):
             raise ValueError("weight_sync.delta_fraction is required with scheme 'delta': "
                              "set the fraction of weights that change per step, e.g. 0.1")
         return self
+
+
+class ControllerConfig(Frozen):
+    """The single controller's own work per step (veRL's driver: Ray calls to the worker
+    groups, the padded batch sent and gathered, advantages computed on the driver;
+    docs/cost-model.md, "Controller"). Defaults are public measurements."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Price the driver's work as phase `controller`; false: an idealised, "
+        "free controller.")
+    call_latency: Seconds = Field(
+        default=1 / 2011.916, ge=0,
+        description="Round trip of one worker-group call. Ray microbenchmark "
+        "1_1_actor_calls_sync: 2,012 calls/s (0.50 ms).")
+    per_worker_call: Seconds = Field(
+        default=1 / 8038.166, ge=0,
+        description="Driver time per worker in a call (one actor call each; veRL: one "
+        "worker per GPU). Ray microbenchmark 1_n_actor_calls_async: 8,038 calls/s (0.12 ms).")
+    bandwidth: BytesPerSecond = Field(
+        default=19.856e9, gt=0,
+        description="Rate at which the driver moves the batch's bytes into and out of "
+        "Ray's object store. Ray microbenchmark single_client_put_gigabytes: 19.86 GB/s; "
+        "set the driver node's NIC rate when it is lower, e.g. '100 Gb/s'.")
+    advantage_per_element: Seconds = Field(
+        default=1.0e-8, ge=0,
+        description="Driver time per element of the padded response tensor [responses, "
+        "max_response_len] to compute the advantages (veRL timing_s/adv). Calibrated on "
+        "verl issue 7412 (0.037 s for 1,190 x 3,072).")
 
 
 class TailBatchingConfig(Frozen):
@@ -638,6 +682,10 @@ class Scenario(Frozen):
     link: LinkConfig = Field(default=LinkConfig(), description="Train->rollout network.")
     weight_sync: WeightSyncConfig = Field(default=WeightSyncConfig(),
                                           description="Weight sync and colocated switch.")
+    controller: ControllerConfig = Field(
+        default=ControllerConfig(),
+        description="The single controller's per-step work (Ray calls, batch bytes, "
+        "advantages).")
     engine_mode: Literal["skip", "iteration"] = Field(
         default="skip",
         description="skip: one event per batch change (fast); iteration: one event per "

@@ -3,9 +3,11 @@
 Owns `TrainBackend` (the constants a training framework adds between the kernels and a step:
 what its state costs in memory, which collectives it runs per micro-batch or per optimizer
 step and how much of them it overlaps, its fixed cost per micro-batch, the MoE router
-imbalance it trains with), the built-in `BACKENDS` (Megatron-LM, FSDP, FSDP2, as veRL runs
-them), and the packing of samples into micro-batches (dynamic batching up to a token cap,
-or fixed micro-batches padded to their longest sample) and onto data-parallel ranks.
+imbalance it trains with), `HostOps` (what the host dispatches and launches per layer in
+eager PyTorch, and what that costs it), the built-in `BACKENDS` (Megatron-LM, FSDP, FSDP2,
+as veRL runs them), and the packing of samples into micro-batches (dynamic batching up to a
+token cap, or fixed micro-batches padded to their longest sample) and onto data-parallel
+ranks.
 
 Every constant is cited in docs/cost-model.md, section 3; those without a public measurement
 are marked there as order-of-magnitude defaults. Nothing here is per scenario or model size.
@@ -20,6 +22,81 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 SequenceParallel = Literal["ring", "ulysses"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostOps:
+    """The host (CPU) side of eager PyTorch training: the ATen ops it dispatches per pass of
+    one micro-batch, the device kernels among them, and what each costs the host.
+
+    Counts are per decoder layer, and once per micro-batch for the head (embedding, rotary
+    angles, final norm, LM head, log-probs, loss). A pass takes the host
+    `ops * op_s + kernels * launch_s` (`autograd_op_s` for ops recorded or replayed by
+    autograd); measured by calibration/benchmarks/host_overhead.py, the launch cited
+    (docs/cost-model.md section 3, "Host-bound micro-batches")."""
+
+    # forward under no_grad (log-prob, reference and critic-value passes)
+    forward_ops: float
+    forward_kernels: float
+    # forward with autograd recording (a train micro-batch, and full recompute's re-run)
+    grad_forward_ops: float
+    grad_forward_kernels: float
+    # loss.backward() through the layer
+    backward_ops: float
+    backward_kernels: float
+    # the head under no_grad, and what a train micro-batch adds to it (autograd recording,
+    # the loss, its backward)
+    head_forward_ops: float
+    head_forward_kernels: float
+    head_backward_ops: float
+    head_backward_kernels: float
+    # host seconds per dispatched op: Python module call + ATen dispatcher (no_grad), and
+    # with autograd's recording / backward engine
+    op_s: float
+    autograd_op_s: float
+    # host seconds of one cudaLaunchKernel (per kernel, on top of its op's dispatch)
+    launch_s: float
+
+    def __post_init__(self) -> None:
+        for name in self.__slots__:
+            if getattr(self, name) < 0:
+                raise ValueError(f"HostOps.{name} must be >= 0")
+
+    def forward_s(self, layers: int) -> float:
+        """Host seconds of a no_grad forward of `layers` layers and the head."""
+        ops = layers * self.forward_ops + self.head_forward_ops
+        kernels = layers * self.forward_kernels + self.head_forward_kernels
+        return ops * self.op_s + kernels * self.launch_s
+
+    def train_s(self, layers: int, recompute_forward: bool) -> float:
+        """Host seconds of a train micro-batch (forward with autograd + backward) over
+        `layers` layers and the head; `recompute_forward`: the layers' forward runs again
+        in the backward (full activation recomputation)."""
+        per_layer_ops = self.grad_forward_ops + self.backward_ops
+        per_layer_kernels = self.grad_forward_kernels + self.backward_kernels
+        if recompute_forward:
+            per_layer_ops += self.grad_forward_ops
+            per_layer_kernels += self.grad_forward_kernels
+        ops = layers * per_layer_ops + self.head_forward_ops + self.head_backward_ops
+        kernels = (layers * per_layer_kernels + self.head_forward_kernels
+                   + self.head_backward_kernels)
+        return ops * self.autograd_op_s + kernels * self.launch_s
+
+
+# Counts: calibration/benchmarks/host_overhead.py on torch 2.13, a bf16 Llama decoder layer
+# as Hugging Face writes it (grouped-query attention, SDPA), slopes over 1-16 layers; exact,
+# the same on any machine. Seconds per op: the same run timed on one core of an Intel Xeon
+# with AMX (Sapphire Rapids class, the DGX H100 host's generation), fp32 at hidden 32 where
+# compute is negligible. Launch: ~4 us per cudaLaunchKernel (docs/cost-model.md section 3).
+HF_LLAMA_HOST_OPS = HostOps(
+    forward_ops=79, forward_kernels=49,
+    grad_forward_ops=82, grad_forward_kernels=49,
+    backward_ops=148, backward_kernels=86,
+    head_forward_ops=26, head_forward_kernels=21,
+    head_backward_ops=45, head_backward_kernels=31,
+    op_s=1.9e-6, autograd_op_s=2.5e-6,
+    launch_s=4e-6,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +128,24 @@ class TrainBackend:
     # passed cp-1 times per layer), or DeepSpeed-Ulysses all-to-alls (veRL FSDP's
     # ulysses_sequence_parallel_size).
     sequence_parallel: SequenceParallel
-    # Fixed time of one micro-batch beyond its kernels (Python dispatch, hooks, data to
-    # GPU, loss and log-prob bookkeeping), seconds.
+    # Fixed time of one micro-batch beyond its kernels and beyond the host's op dispatch
+    # that `host_ops` prices (the batch to the GPU, the framework's per-micro-batch Python:
+    # unpadding, entropy and metrics, FSDP's per-unit hooks), seconds; always added.
     micro_batch_overhead_s: float
     # Busiest expert's tokens over the mean (MoE): the expert GEMMs and the all-to-all of
     # an MoE layer wait for the most loaded expert-parallel rank.
     router_imbalance: float
     # Whether the backend has tensor and pipeline parallelism.
     supports_tp_pp: bool
+    # Whether fixed micro-batches (micro_batch_size_per_gpu) pad every sample to the
+    # micro-batch's longest (FSDP without use_remove_padding) or pack them unpadded, each
+    # sequence aligned to `tp * 2 cp` tokens (cp > 1) or `tp` (veRL's Megatron actor:
+    # gptmodel_forward(pack_seqs=True) -> preprocess_packed_seqs, THD format).
+    pad_fixed_micro_batches: bool = True
+    # What the host dispatches per layer and per micro-batch in eager PyTorch and what that
+    # costs it; a micro-batch takes max(GPU time, host time). None: the host always keeps
+    # ahead of the GPU (not modelled).
+    host_ops: HostOps | None = HF_LLAMA_HOST_OPS
 
     def __post_init__(self) -> None:
         for name in ("param_bytes", "grad_bytes", "optimizer_bytes", "gather_bytes_per_param",
@@ -94,6 +181,10 @@ MEGATRON = TrainBackend(
     micro_batch_overhead_s=0.01,
     router_imbalance=_ROUTER_IMBALANCE,
     supports_tp_pp=True,
+    # veRL verl/models/mcore/model_forward.py gptmodel_forward(pack_seqs=True): a
+    # micro-batch's samples are packed (THD), each padded only to the TP/CP alignment; the
+    # RollPacker artifact (ROLL) sets use_remove_padding: true likewise.
+    pad_fixed_micro_batches=False,
 )
 
 FSDP = TrainBackend(
@@ -166,15 +257,17 @@ def pack_dynamic(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     return batches
 
 
-def pack_fixed(lengths: Sequence[int], micro_batch_size: int) -> list[list[int]]:
+def pack_fixed(lengths: Sequence[int], micro_batch_size: int,
+               pad: bool = True) -> list[list[int]]:
     """Fixed micro-batches of `micro_batch_size` samples (veRL ppo_micro_batch_size_per_gpu),
-    every sample padded to the longest of its micro-batch."""
+    every sample padded to the longest of its micro-batch (`pad`), or kept at its own length
+    (packed: remove-padding / THD)."""
     if micro_batch_size < 1:
         raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
     out = []
     for i in range(0, len(lengths), micro_batch_size):
         chunk = list(lengths[i:i + micro_batch_size])
-        out.append([max(chunk)] * len(chunk))
+        out.append([max(chunk)] * len(chunk) if pad else chunk)
     return out
 
 

@@ -1,4 +1,5 @@
-"""Cost of one rollout engine (a vLLM-like server on `tp` GPUs of one node).
+"""Cost of one rollout engine (a vLLM-like server on `tp` x `pp` GPUs, spanning nodes when
+larger than one: TP all-reduces and EP all-to-alls then cross the network).
 
 Owns `StepCost` and `InferenceCost`: the time of one engine iteration (decodes plus an
 optional chunked prefill), split into linear layers, attention, other kernels, TP
@@ -31,7 +32,7 @@ from typing import Literal
 
 from rlsim.config.hardware import GpuSpec, ModelSpec
 from rlsim.cost.kernels import ElementwiseModel, GemmModel, stream_factor
-from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_allreduce_s
+from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_allreduce_s, transfer_s
 from rlsim.cost.profile import Profile
 
 # A cache per engine bounds memory if a caller sweeps every token count.
@@ -80,12 +81,15 @@ class EngineOptions:
     1 byte per element (vLLM `kv_cache_dtype: fp8`); "auto" keeps the compute dtype.
     `ep`: expert-parallel degree of a MoE model inside one engine (vLLM
     `enable_expert_parallel`): the routed experts split `ep` ways over the engine's GPUs.
+    `pp`: pipeline-parallel stages (vLLM `pipeline_parallel_size`): the layers split `pp`
+    ways, each stage on `tp` GPUs, `pp` micro-batches of the running batch in flight.
     """
 
     cuda_graphs: bool = True
     dtype: WeightDtype = "bf16"
     kv_cache_dtype: KvCacheDtype = "auto"
     ep: int = 1
+    pp: int = 1
 
 
 DEFAULT_OPTIONS = EngineOptions()
@@ -101,6 +105,17 @@ def check_options(model: ModelSpec, gpu: GpuSpec, tp: int, options: EngineOption
         raise ValueError(
             f"dtype fp8 needs FP8 tensor cores and {gpu.name} has none (no fp8_tflops); use "
             "dtype bf16, or a GPU with FP8 (Hopper or newer)")
+    pp = options.pp
+    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
+        raise ValueError(f"pp must be a positive integer, got {pp!r}")
+    if pp > model.layers:
+        raise ValueError(f"pp={pp} exceeds {model.name}'s {model.layers} layers (each "
+                         "pipeline stage holds at least one layer)")
+    node = gpu.gpus_per_node
+    if pp > 1 and tp * pp > node and (tp * pp) % node:
+        raise ValueError(f"pp={pp}: an engine of tp x pp = {tp * pp} GPUs spans nodes of "
+                         f"{node} {gpu.name}s and must fill whole nodes; use a tp x pp that "
+                         f"is a multiple of {node}")
     ep = options.ep
     if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
         raise ValueError(f"ep must be a positive integer, got {ep!r}")
@@ -135,16 +150,70 @@ def all_to_all_s(size_bytes: float, ranks: int, bandwidth_bytes_per_s: float,
     return latency_s + (ranks - 1) / ranks * size_bytes / bandwidth_bytes_per_s
 
 
+# One network hop of a small NCCL collective between nodes: NCCL's own tuning model prices
+# the inter-node step of its tree all-reduce (LL protocol, the one small decode messages
+# use) at 5.0 us (NVIDIA/nccl src/graph/tuning.cc, hwLat[NET][Tree][LL]; docs/cost-model.md
+# section 2, "Engines that span nodes").
+NET_HOP_LATENCY_S = 5.0e-6
+
+
+def hierarchical_allreduce_s(size_bytes: float, ranks: int, node_gpus: int,
+                             nvlink_bytes_per_s: float, network_bytes_per_s: float,
+                             latency_s: float, hop_latency_s: float = NET_HOP_LATENCY_S,
+                             ) -> float:
+    """All-reduce of `size_bytes` per rank over `ranks` GPUs, `node_gpus` of them per node:
+    reduce-scatter inside each node over NVLink, all-reduce of each GPU's 1/g shard across
+    the N nodes over its own NIC (every GPU has one), all-gather inside the node:
+
+        latency_s + 2 log2(N) hop_latency_s
+        + 2 (g-1)/g S / nvlink + 2 (N-1)/N (S/g) / network,   g = min(ranks, node_gpus)
+
+    With one node it is the ring all-reduce (`ring_allreduce_s`); 0 for one rank."""
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    g = min(ranks, node_gpus)
+    nodes = ranks // g
+    if nodes <= 1:
+        return ring_allreduce_s(size_bytes, ranks, nvlink_bytes_per_s, latency_s)
+    return (latency_s + 2.0 * math.log2(nodes) * hop_latency_s
+            + 2.0 * (g - 1) / g * size_bytes / nvlink_bytes_per_s
+            + 2.0 * (nodes - 1) / nodes * (size_bytes / g) / network_bytes_per_s)
+
+
+def hierarchical_all_to_all_s(size_bytes: float, ranks: int, node_gpus: int,
+                              nvlink_bytes_per_s: float, network_bytes_per_s: float,
+                              latency_s: float, hop_latency_s: float = NET_HOP_LATENCY_S,
+                              ) -> float:
+    """All-to-all in which every rank holds `size_bytes` and keeps 1/n of it, the n ranks
+    `node_gpus` to a node: (g-1)/n of the buffer goes to the node's other GPUs over NVLink
+    and (n-g)/n to other nodes over the GPU's NIC, both at once (DeepEP's dispatch and
+    combine), so the slower part sets the time:
+
+        latency_s + [n > g] hop_latency_s + max((g-1)/n S / nvlink, (n-g)/n S / network)
+
+    Inside one node it is `all_to_all_s`; 0 for one rank."""
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    g = min(ranks, node_gpus)
+    if g == ranks:
+        return all_to_all_s(size_bytes, ranks, nvlink_bytes_per_s, latency_s)
+    return (latency_s + hop_latency_s
+            + max((g - 1) / ranks * size_bytes / nvlink_bytes_per_s,
+                  (ranks - g) / ranks * size_bytes / network_bytes_per_s))
+
+
 def check_tp(model: ModelSpec, gpu: GpuSpec, tp: int) -> None:
-    """Raise ValueError (one line, naming `tp`) unless `tp` is a valid TP degree."""
+    """Raise ValueError (one line, naming `tp`) unless `tp` is a valid TP degree: a power of
+    two, inside one node or a whole number of nodes (an engine spanning nodes runs its TP
+    all-reduces over the network), dividing the model's heads."""
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"tp must be a positive integer, got {tp!r}")
     if tp & (tp - 1):
         raise ValueError(f"tp must be a power of two, got {tp}")
-    if tp > gpu.gpus_per_node:
+    if tp > gpu.gpus_per_node and tp % gpu.gpus_per_node:
         raise ValueError(
-            f"tp={tp} exceeds {gpu.name}'s {gpu.gpus_per_node} GPUs per node "
-            "(an engine's TP group stays inside one node)"
+            f"tp={tp} spans nodes of {gpu.gpus_per_node} {gpu.name}s but is not a whole "
+            "number of nodes; a TP group larger than a node must fill whole nodes"
         )
     if model.heads % tp:
         raise ValueError(f"tp={tp} must divide {model.name}'s {model.heads} attention heads")
@@ -314,6 +383,11 @@ class InferenceCost:
         self._tp_bw = nvlink_one_way_bytes_per_s(gpu.nvlink_bandwidth) * (
             profile.allreduce_bus_efficiency
         )
+        # An engine larger than a node: its collectives cross the network, each GPU through
+        # its own NIC (`hierarchical_allreduce_s`, `hierarchical_all_to_all_s`).
+        self._node_gpus = gpu.gpus_per_node
+        self._net_bw = gpu.network_bandwidth * profile.network_efficiency
+        self._init_pp(model, opts.pp)
         self._moe_layers = model.moe_layers
         if model.moe is not None:
             self._init_moe(model, tp, opts.ep)
@@ -323,6 +397,38 @@ class InferenceCost:
         self._dense_cache: dict[int, tuple[float, float, float]] = {}
         self._lm_cache: dict[int, float] = {}
         self._affine_cache: dict[int, tuple[float, float]] = {}
+
+    def _init_pp(self, model: ModelSpec, pp: int) -> None:
+        """Pipeline stages: each GPU holds ceil(L/pp) layers at most (vLLM splits the layers
+        as evenly as it can); the KV cache of the fullest stage bounds the engine's, and a
+        decode iteration reads each micro-batch's share (1/pp) of the KV."""
+        self.pp = pp
+        self.gpus = self.tp * pp
+        if pp == 1:
+            return
+        self.kv_bytes_per_token_per_gpu = float(
+            self._kv_bytes_per_token_layer * _ceil_div(model.layers, pp))
+        self._attn_decode_s_per_token /= pp
+        # Stage boundaries that cross nodes: none when the engine fits a node, all when a
+        # stage fills whole nodes, else one per node boundary.
+        boundaries = pp - 1
+        if self.gpus <= self._node_gpus:
+            self._pp_net_sends = 0
+        elif self.tp >= self._node_gpus:
+            self._pp_net_sends = boundaries
+        else:
+            self._pp_net_sends = self.gpus // self._node_gpus - 1
+
+    def _pp_sends_s(self, m: int) -> float:
+        """The pp - 1 sends of one micro-batch's activations between stages: each stage rank
+        sends the hidden state and the residual (vLLM's IntermediateTensors, 2 m h d bytes)
+        to its peer of the next stage, all ranks at once over their own links."""
+        size = 2 * m * self._hidden * self.dtype_bytes
+        lat = self.profile.allreduce_latency_s
+        net = self._pp_net_sends
+        local = self.pp - 1 - net
+        return (local * transfer_s(size, self._tp_bw, lat)
+                + net * transfer_s(size, self._net_bw, lat + NET_HOP_LATENCY_S))
 
     def _init_mla(self, model: ModelSpec, tp: int, d: int) -> None:
         """MLA's projections per GPU, as (N, K) GEMMs: q_a and kv_a are replicated (vLLM
@@ -436,9 +542,11 @@ class InferenceCost:
         return (linear, other, comm)
 
     def _allreduce_s(self, m: int) -> float:
-        return ring_allreduce_s(
-            m * self._hidden * self.dtype_bytes, self.tp, self._tp_bw,
-            self.profile.allreduce_latency_s)
+        size = m * self._hidden * self.dtype_bytes
+        if self.tp > self._node_gpus:  # TP across nodes: NVLink inside, network across
+            return hierarchical_allreduce_s(size, self.tp, self._node_gpus, self._tp_bw,
+                                            self._net_bw, self.profile.allreduce_latency_s)
+        return ring_allreduce_s(size, self.tp, self._tp_bw, self.profile.allreduce_latency_s)
 
     def _wgemm_s(self, m: int, n: int, k: int) -> float:
         """A layer GEMM; with FP8 weights, plus the per-token quantization of its input
@@ -511,7 +619,9 @@ class InferenceCost:
             # Dispatch each token's hidden state to its k experts' ranks and combine the k
             # outputs back: every rank owns m/ep tokens, k copies of each.
             a2a = m / ep * k * h * d
-            comm += 2 * all_to_all_s(a2a, ep, self._tp_bw, self.profile.allreduce_latency_s)
+            comm += 2 * hierarchical_all_to_all_s(a2a, ep, self._node_gpus, self._tp_bw,
+                                                  self._net_bw,
+                                                  self.profile.allreduce_latency_s)
         return (linear, other, comm)
 
     def _layer_general(self, m: int) -> tuple[float, float, float]:
@@ -684,15 +794,18 @@ class InferenceCost:
         m = decode_seqs + prefill_tokens
         if m == 0:
             return _ZERO
-        linear, other, comm = self._dense(m)
-        attention = self._layers * self._layer_attention_s(
-            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens, prefill_chunks
-        )
         seqs = decode_seqs
         if prefill_chunks is not None:
             seqs += sum(1 for tokens, _ in prefill_chunks if tokens)
         elif prefill_tokens:
             seqs += 1
+        if self.pp > 1:
+            return self._pp_step(m, seqs, decode_seqs, kv_tokens, prefill_tokens,
+                                 prefill_context_tokens, prefill_chunks)
+        linear, other, comm = self._dense(m)
+        attention = self._layers * self._layer_attention_s(
+            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens, prefill_chunks
+        )
         # Every sequence in the iteration samples a token from its last row's logits: the
         # decodes and the prefills (whose last chunk yields the first response token).
         other += self._lm_head_s(seqs)
@@ -702,6 +815,52 @@ class InferenceCost:
         if self._eager_launch_s:
             overhead += self.eager_overhead_s(decode_seqs > 0, prefill_tokens > 0)
         return StepCost(linear, attention, other, comm, overhead)
+
+    def _pp_step(
+        self, m: int, seqs: int, decode_seqs: int, kv_tokens: int, prefill_tokens: int,
+        prefill_context_tokens: int, prefill_chunks: Sequence[tuple[int, int]] | None,
+    ) -> StepCost:
+        """One iteration of a pipeline-parallel engine: every running sequence advances once.
+
+        vLLM keeps `pp` micro-batches of the running batch in flight, `mb = ceil(m/pp)`
+        tokens each. In steady state one micro-batch's pass crosses every stage (all `L`
+        layers at `mb` tokens, the embedding on the first stage, the final norm and LM head
+        on the last), the `pp - 1` sends between stages and the engine loop (`overhead_s`),
+        while each stage serves all `pp` micro-batches, its `L/pp` layers each, in that time.
+        The iteration is the longer of the two; their layer parts are equal, so
+
+            t = pass(mb) + max(0, pp * max(first_end, last_end)
+                                  - (first_end + last_end + sends + overhead))
+
+        (the second term, a busiest-stage stall, goes into `other_s`; the sends into
+        `comm_s`). Attention: each micro-batch reads its 1/pp share of the KV, paying each
+        kernel's fixed part in full. Exactly affine in `kv_tokens` for a fixed batch, like
+        the single-stage engine; layers split unevenly (L not a multiple of pp) are priced
+        at the mean stage."""
+        pp = self.pp
+        mb = _ceil_div(m, pp)
+        mb_seqs = _ceil_div(seqs, pp)
+        layers = self._layers
+        linear, other, comm = self._dense(mb)  # L layers, embedding and final norm
+        full = layers * self._layer_attention_s(
+            decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens, prefill_chunks)
+        fixed = layers * ((self._attn_decode_layer_fixed_s if decode_seqs else 0.0)
+                          + (self._attn_layer_fixed_s
+                             if prefill_chunks or prefill_tokens else 0.0))
+        attention = fixed + (full - fixed) / pp
+        lm = self._lm_head_s(mb_seqs)
+        other += lm
+        first_end = self._ew.time_s(mb * self._embed_bytes_per_token)
+        last_end = self._norm.time_s(mb * self._norm_bytes_per_token) + lm
+        sends = self._pp_sends_s(mb)
+        overhead = self._overhead + self._overhead_per_seq * seqs
+        if prefill_tokens:
+            overhead += self._prefill_overhead
+        if self._eager_launch_s:
+            overhead += self.eager_overhead_s(decode_seqs > 0, prefill_tokens > 0)
+        stall = max(0.0, pp * max(first_end, last_end)
+                    - (first_end + last_end + sends + overhead))
+        return StepCost(linear, attention, other + stall, comm + sends, overhead)
 
     def decode_affine(self, batch: int) -> tuple[float, float]:
         """(a_s, b_s_per_token) with step(batch, K).total_s == a_s + b_s_per_token * K
@@ -746,8 +905,9 @@ class InferenceCost:
 
     def weight_bytes_per_gpu(self) -> float:
         """This GPU's shard: dense and attention weights split tp ways, experts split ep
-        ways and each expert tp/ep ways, i.e. tp ways either way."""
-        return self.weight_bytes() / self.tp
+        ways and each expert tp/ep ways, i.e. tp ways either way; and the layers split
+        over the pp pipeline stages (tp x pp ways in all)."""
+        return self.weight_bytes() / (self.tp * self.pp)
 
     def weight_reload_s(self) -> float:
         """Copy this GPU's weight shard from host memory over PCIe (all GPUs in parallel)."""

@@ -71,6 +71,9 @@ class TrainStepCost:
     offload_s: float = 0.0
     micro_batches: int = 0
     optimizer_steps: int = 1
+    # The part of overhead_s the GPU spent waiting for the host to issue a micro-batch's
+    # kernels (host-bound micro-batches); informational, already in overhead_s.
+    host_wait_s: float = 0.0
 
     @property
     def total_s(self) -> float:
@@ -128,6 +131,7 @@ class _Pass:
     bubble_s: float = 0.0
     micro_batches: int = 0
     last_bwd_s: float = 0.0  # the last micro-batch's backward (Megatron hides DP traffic there)
+    host_wait_s: float = 0.0  # GPU idle behind the host, per stage (in overhead_s)
     parts: list[float] = field(default_factory=list)
 
     @property
@@ -193,6 +197,12 @@ class TrainCost:
         self._gemm = GemmModel(gpu, profile, self.dtype_bytes)
         self._elem = ElementwiseModel(gpu, profile)
         self._gemm_memo: dict[tuple[int, bool], float] = {}
+        # Memos of pure functions of their arguments (the layout is fixed): the step's
+        # passes share one batch (ref and old log-probs are the same pass, training deals
+        # the same samples to the ranks), and micro-batches repeat token counts.
+        self._elem_memo: dict[int, float] = {}
+        self._pass_memo: dict[tuple[object, ...], _Pass] = {}
+        self._balance_memo: tuple[tuple[int, ...], list[list[int]]] | None = None
 
     @classmethod
     def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
@@ -241,12 +251,15 @@ class TrainCost:
                 raise ValueError(f"ep={self.ep} needs an MoE model; {self.model.name} is dense")
             if not b.supports_tp_pp:
                 raise ValueError(f"backend {b.name} has no expert parallelism: use megatron")
-            if (self.dp * self.cp) % self.ep:
-                raise ValueError(f"ep={self.ep} must divide dp*cp = {self.dp * self.cp}")
+            # Megatron-Core's MoE parallel folding: the expert layers lay out EP (x expert
+            # TP 1) over the same tp*cp*dp ranks as the attention layers.
+            if (self.tp * self.cp * self.dp) % self.ep:
+                raise ValueError(f"ep={self.ep} must divide tp*cp*dp = "
+                                 f"{self.tp * self.cp * self.dp}")
             if moe.experts % self.ep:
                 raise ValueError(f"ep={self.ep} must divide the {moe.experts} experts")
-        if self.model.layers % self.pp:
-            raise ValueError(f"pp={self.pp} must divide the model's {self.model.layers} layers")
+        if self.pp > self.model.layers:
+            raise ValueError(f"pp={self.pp} exceeds the model's {self.model.layers} layers")
 
     # ----- FLOPs (whole-step MFU path) -----
 
@@ -394,6 +407,12 @@ class TrainCost:
         base, extra = divmod(tokens, n)
         return [base + (1 if i < extra else 0) for i in range(n)]
 
+    @property
+    def stage_fraction(self) -> float:
+        """Share of the layers on the busiest pipeline stage: ceil(L/pp) / L (1/pp when pp
+        divides L)."""
+        return math.ceil(self.model.layers / self.pp) / self.model.layers
+
     def _params_per_gpu(self) -> float:
         """Parameters resident on one GPU (FSDP: a 1/gpus shard; Megatron: dense over TP x
         PP, routed experts over TP x PP x EP)."""
@@ -401,8 +420,10 @@ class TrainCost:
         if b is not None and b.shard_params_over_dp:
             return self.model.params / self.gpus
         experts = self._routed_expert_params()
-        return (self.model.params - experts) / (self.tp * self.pp) + experts / (
-            self.tp * self.pp * self.ep)
+        # The busiest pipeline stage (ceil(L/pp) layers) sets the memory a GPU must hold;
+        # routed experts are split over EP alone (parallel folding, expert TP 1).
+        return ((self.model.params - experts) * self.stage_fraction / self.tp
+                + experts * self.stage_fraction / self.ep)
 
     def _routed_expert_params(self) -> float:
         moe = self.model.moe
@@ -461,12 +482,15 @@ class TrainCost:
             moe_layers = mo.moe_layers
             imb = self.backend.router_imbalance if self.backend is not None else 1.0
             local_experts = moe.experts // self.ep
-            # Tokens one local expert receives: m tokens x top-k spread over the experts,
-            # the busiest rank's share (router imbalance) of what its EP group sends.
-            t_e = math.ceil(m * moe.experts_per_token * imb * self.ep / moe.experts)
+            # Megatron-Core MoE with parallel folding and expert TP 1 (NeMo-RL's
+            # expert_tensor_parallel_size: 1, grpo_math_1B.yaml:217): with TP, sequence
+            # parallelism leaves m/tp tokens per GPU at the router; one local expert gets
+            # those tokens x top-k spread over the experts, the busiest rank's share (router
+            # imbalance) of what its EP group sends, and runs whole (not split over TP).
+            m_router = -(-m // tp)
+            t_e = math.ceil(m_router * moe.experts_per_token * imb * self.ep / moe.experts)
             fe = moe.expert_ffn
-            experts = one(t_e, up * fe // tp, h, local_experts) + one(t_e, h, fe // tp,
-                                                                      local_experts)
+            experts = one(t_e, up * fe, h, local_experts) + one(t_e, h, fe, local_experts)
             fs = moe.shared_ffn
             shared = moe.shared_experts * (one(m, up * fs // tp, h) + one(m, h, fs // tp))
             router = one(m, moe.experts, h)
@@ -478,6 +502,9 @@ class TrainCost:
     def _elementwise(self, m: int) -> float:
         """Forward memory-bound kernels of the model on one GPU for `m` tokens: per layer
         two fused add+RMSNorms, rotary, the MLP activation; the LM head's fp32 log-softmax."""
+        hit = self._elem_memo.get(m)
+        if hit is not None:
+            return hit
         mo, tp, d = self.model, self.tp, self.dtype_bytes
         e = self._elem.time_s
         moe = mo.moe
@@ -489,7 +516,9 @@ class TrainCost:
         per_layer = (2 * e(4.0 * m * mo.hidden * d)
                      + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
                      + e(3.0 * m * act_ffn / tp * d))
-        return mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
+        total = mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
+        self._elem_memo[m] = total
+        return total
 
     def _attention_s(self, pairs_per_gpu: float, backward: bool) -> float:
         """Causal attention of one pass on one GPU: 4 * q_dim/tp FLOPs per (query, key)
@@ -513,11 +542,12 @@ class TrainCost:
 
     def ep_alltoall_bytes(self, m: int) -> float:
         """Bytes one GPU sends in one all-to-all (dispatch or combine) of an MoE layer for
-        `m` tokens: m * top-k * hidden * dtype * (ep-1)/ep."""
+        `m` tokens: (m/tp) * top-k * hidden * dtype * (ep-1)/ep (sequence parallelism leaves
+        m/tp tokens per GPU at the router)."""
         moe = self.model.moe
         if moe is None or self.ep <= 1:
             return 0.0
-        return (m * moe.experts_per_token * self.model.hidden * self.dtype_bytes
+        return (m / self.tp * moe.experts_per_token * self.model.hidden * self.dtype_bytes
                 * (self.ep - 1) / self.ep)
 
     def ep_comm_s(self, m: int) -> float:
@@ -528,7 +558,7 @@ class TrainCost:
         if size <= 0:
             return 0.0
         imb = self.backend.router_imbalance if self.backend is not None else 1.0
-        bw = self._group_bw(self.ep * self.tp)
+        bw = self._group_bw(self.ep)  # folded: the EP group is ep consecutive ranks
         one = self.profile.allreduce_latency_s + size * imb / bw
         return 2 * self.model.moe_layers * one
 
@@ -558,8 +588,12 @@ class TrainCost:
         lengths) on one replica, the whole model (all pipeline stages together)."""
         cp = self.cp
         ring = self.backend is not None and self.backend.sequence_parallel == "ring"
-        if cp > 1 and ring:
-            seqs = [pad_to_multiple(s, 2 * cp) for s in seqs]  # 2*cp load-balanced chunks
+        if ring:
+            # Megatron's packed (THD) sequences: each split into 2*cp load-balanced chunks,
+            # each chunk split over the TP ranks by sequence parallelism (veRL
+            # preprocess_packed_seqs: align to tp * cp * 2 if cp > 1 else tp).
+            seqs = [pad_to_multiple(s, self.tp * 2 * cp if cp > 1 else self.tp)
+                    for s in seqs]
         tokens = sum(seqs)
         m = -(-tokens // cp)
         pairs = sum(s * (s + 1) / 2.0 for s in seqs) / cp
@@ -577,6 +611,19 @@ class TrainCost:
         elif recompute == "selective":
             bwd += attn_f
         return fwd + bwd, comm_f + comm_b, bwd + comm_b
+
+    def host_s(self, backward: bool, recompute: Recompute = "none") -> float:
+        """Host time to issue one micro-batch of the whole model (all pipeline stages) in
+        eager PyTorch: the backend's ops per layer and head, each `op_s` (or
+        `autograd_op_s`) plus `launch_s` per kernel; a train pass (`backward`) records the
+        forward, runs the backward and, under full recompute, the forward again. 0 without
+        a backend or with `host_ops` None. Independent of the tokens."""
+        b = self.backend
+        if b is None or b.host_ops is None:
+            return 0.0
+        if backward:
+            return b.host_ops.train_s(self.model.layers, recompute == "full")
+        return b.host_ops.forward_s(self.model.layers)
 
     def _fsdp_comm_s(self, backward: bool) -> float:
         """FSDP's per-micro-batch traffic: the parameters all-gathered for the forward (and
@@ -600,31 +647,39 @@ class TrainCost:
         b = self.backend
         assert b is not None
         if micro_batch_size is not None:
-            mbs = pack_fixed(lengths, micro_batch_size)
+            mbs = pack_fixed(lengths, micro_batch_size, b.pad_fixed_micro_batches)
         else:
             mbs = pack_dynamic(lengths, max_tokens)
         out = _Pass()
         fsdp = self._fsdp_comm_s(backward) if b.gather_per_micro_batch else 0.0
+        host = self.host_s(backward, recompute)
+        wait = 0.0
         for seqs in mbs:
             compute, comm, bwd = self._micro_batch(seqs, backward, recompute)
+            if fsdp:
+                comm += fsdp - min(b.dp_overlap_fraction * fsdp, compute)
             out.compute_s += compute
             out.comm_s += comm
-            if fsdp:
-                out.comm_s += fsdp - min(b.dp_overlap_fraction * fsdp, compute)
             out.last_bwd_s = bwd
+            # The host issues the micro-batch's kernels asynchronously: when it takes longer
+            # than the GPU runs them, the GPU waits the difference (max(GPU, host)).
+            wait += max(0.0, host - compute - comm)
         # Ranks run as many micro-batches as the rank with the most (collectives match).
         count = max(len(mbs), micro_batches)
         if fsdp and count > len(mbs):
             out.comm_s += (count - len(mbs)) * fsdp
         out.micro_batches = count
-        out.overhead_s = count * b.micro_batch_overhead_s
-        pp = self.pp
+        pp, stage = self.pp, self.stage_fraction
+        # Each stage's host issues its own layers (the head counted as spread over them).
+        out.host_wait_s = wait * stage
+        out.overhead_s = count * b.micro_batch_overhead_s + out.host_wait_s
         if pp > 1:
-            # Each stage holds L/pp layers; 1F1B adds (p-1) micro-batch slots: the bubble is
+            # The busiest stage holds ceil(L/pp) layers (Megatron allows uneven first and last
+            # stages) and paces the pipe; 1F1B adds (p-1) micro-batch slots: the bubble is
             # (p-1)/(m+p-1) of the pipelined time.
-            out.compute_s /= pp
-            out.comm_s /= pp
-            out.last_bwd_s /= pp
+            out.compute_s *= stage
+            out.comm_s *= stage
+            out.last_bwd_s *= stage
             out.bubble_s = (out.compute_s + out.comm_s + out.overhead_s) * (pp - 1) / max(
                 count, 1)
         return out
@@ -632,7 +687,16 @@ class TrainCost:
     def _ranks_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
                     max_tokens: int, recompute: Recompute) -> _Pass:
         """The slowest data-parallel rank's pass over `lengths` (all ranks wait for it)."""
-        per_rank = balance_over_ranks(lengths, self.dp)
+        batch = tuple(lengths)
+        key = (batch, backward, micro_batch_size, max_tokens, recompute)
+        hit = self._pass_memo.get(key)
+        if hit is not None:
+            return hit
+        if self._balance_memo is not None and self._balance_memo[0] == batch:
+            per_rank = self._balance_memo[1]
+        else:
+            per_rank = balance_over_ranks(lengths, self.dp)
+            self._balance_memo = (batch, per_rank)
         if micro_batch_size is not None:
             counts = [-(-len(r) // micro_batch_size) for r in per_rank]
         else:
@@ -640,7 +704,11 @@ class TrainCost:
         most = max(counts, default=0)
         passes = [self._rank_pass(r, backward, micro_batch_size, max_tokens, recompute, most)
                   for r in per_rank]
-        return max(passes, key=lambda p: p.total_s)
+        slowest = max(passes, key=lambda p: p.total_s)
+        if len(self._pass_memo) >= 8:  # a step's few passes; older batches do not return
+            self._pass_memo.clear()
+        self._pass_memo[key] = slowest
+        return slowest
 
     def _megatron_dp_s(self) -> float:
         """Megatron's per-optimizer-step DP traffic: gradients reduce-scattered and the
@@ -648,16 +716,17 @@ class TrainCost:
         b = self.backend
         assert b is not None
         experts = self._routed_expert_params()
-        dense = (self.model.params - experts) / (self.tp * self.pp)
+        stage = self.stage_fraction
+        dense = (self.model.params - experts) * stage / self.tp
         per_param = b.gather_bytes_per_param + b.reduce_bytes_per_param
         lat = self.profile.allreduce_latency_s
         group = self.dp * self.cp
         bw = self._dp_bw()
         t = ring_reduce_scatter_s(dense * per_param, group, bw, 2 * lat)
         if experts:
-            eg = group // self.ep
-            t += ring_reduce_scatter_s(experts / (self.tp * self.pp * self.ep) * per_param,
-                                       eg, bw, 2 * lat)
+            # Parallel folding: an expert's replicas are the tp*cp*dp/ep ranks holding it.
+            eg = self.tp * self.cp * self.dp // self.ep
+            t += ring_reduce_scatter_s(experts * stage / self.ep * per_param, eg, bw, 2 * lat)
         return t
 
     def _max_tokens(self, log_prob: bool) -> int:
@@ -672,7 +741,7 @@ class TrainCost:
         assert b is not None
         steps = mini_batches(prompts, bt.ppo_mini_batch_size) if optimizer else 1
         chunks = split_even(lengths, steps)
-        compute = comm = overhead = bubble = opt = 0.0
+        compute = comm = overhead = bubble = opt = host_wait = 0.0
         mbs = 0
         for _epoch in range(bt.ppo_epochs if optimizer else 1):
             for chunk in chunks:
@@ -681,6 +750,7 @@ class TrainCost:
                 compute += p.compute_s
                 comm += p.comm_s
                 overhead += p.overhead_s
+                host_wait += p.host_wait_s
                 bubble += p.bubble_s
                 mbs += p.micro_batches
                 if optimizer:
@@ -691,7 +761,8 @@ class TrainCost:
         n_steps = len(chunks) * bt.ppo_epochs if optimizer else 0
         offload = self.pass_offload_s(train=True) if optimizer else 0.0
         return TrainStepCost(compute, bubble, comm, opt, overhead, offload,
-                             micro_batches=mbs, optimizer_steps=n_steps)
+                             micro_batches=mbs, optimizer_steps=n_steps,
+                             host_wait_s=host_wait)
 
     def _kernel_forward(self, lengths: list[int]) -> float:
         # Log-prob micro-batches: fixed when log_prob_micro_batch_size is set, dynamic when

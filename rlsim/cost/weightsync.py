@@ -20,15 +20,22 @@ A sync has four parts, whatever the scheme:
 - load: the engine's `load_weights`, a fixed cost per tensor.
 
 `host_store` pipelines three stages per bucket (trainer GPU -> host over PCIe, host -> the
-engine's host over the network, host -> engine GPU over PCIe): `n * max(stage) + fill`,
-with `fill = sum(stage) - max(stage)`, the classic pipeline closed form.
+engine's host over the network, the engine's pull from host memory into its GPU):
+`n * max(stage) + fill`, with `fill = sum(stage) - max(stage)`, the classic pipeline closed
+form. Over RDMA the network stage carries each engine rank's shard at the network rate; over
+TCP it carries the whole bucket at one stream's rate (Mooncake's TCP transport); the pull
+runs at a measured host-staged rate, far below PCIe's line rate.
+
+The fixed costs differ by framework (`FRAMEWORK_CONSTANTS`): veRL / slime drive a bucket with
+one CUDA IPC handle or NCCL collective; ROLL's Megatron `model_update` makes one Ray call to
+every engine per bucket and waits for all of them before the next.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from rlsim.config.hardware import ModelSpec
@@ -40,6 +47,7 @@ if TYPE_CHECKING:
 
 Scheme = Literal["link", "broadcast", "bucketed", "delta", "host_store"]
 SCHEMES: tuple[str, ...] = ("link", "broadcast", "bucketed", "delta", "host_store")
+STORE_TRANSPORTS: tuple[str, ...] = ("rdma", "tcp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +75,29 @@ class SyncConstants:
     update takes 20-21.6 s while the send/load loop takes 3.0-5.3 s; the ~17 s outside the
     loop over ~19,550 tensors is 0.87 ms per tensor (taken as all per-tensor: one MoE
     model cannot separate a per-tensor from a per-sync cost)."""
+    store_per_bucket_s: float = 1.2e-2
+    """host_store: the engine's handle and RPC per bucket pulled from the store; the same
+    vime #175 figure as `per_bucket_s` (the store, not the framework's sender loop, drives
+    the transfer, so a framework's own `per_bucket_s` does not apply)."""
+    store_pull_bytes_per_s: float = 3.5e9
+    """host_store: one engine rank's pull of its shard from host memory into its GPU
+    (Mooncake transfer engine into a host buffer, then the copy up and `load_weights`).
+    Calibrated on RollArt Table 3, Qwen3-8B over RDMA (5.466 s, rollout TP 1)."""
+    store_tcp_bytes_per_s: float = 2.74e9
+    """host_store over TCP: one stream's rate, each bucket whole. Calibrated on RollArt
+    Table 3, Qwen3-8B over TCP (6.911 s): ~1/9 of the 200 Gb/s line rate."""
 
 
 DEFAULT_CONSTANTS = SyncConstants()
+FRAMEWORK_CONSTANTS: dict[str, SyncConstants] = {
+    "verl": DEFAULT_CONSTANTS,
+    # ROLL (mcore_adapter + its Megatron strategy's model_update): per bucket one Ray
+    # call to every engine worker (broadcast_bucket -> vLLM collective_rpc), the NCCL
+    # broadcast, and ray.get on all of them before the next bucket. Calibrated on
+    # RollPacker Fig 11c "Sync", Qwen2.5-7B on 16 H800 (5.0 s, 57 buckets of 256 MiB).
+    "roll": replace(DEFAULT_CONSTANTS, per_bucket_s=8.1e-2),
+}
+FRAMEWORKS: tuple[str, ...] = tuple(FRAMEWORK_CONSTANTS)
 INDEX_BYTES = 4  # a sparse (delta) update sends an int32 index with each changed value
 
 
@@ -170,16 +198,21 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
               collective_latency_s: float, bucket_bytes: float = 512 * 2**20,
               delta_fraction: float | None = None, pcie_bytes_per_s: float | None = None,
               network_bytes_per_s: float | None = None,
-              constants: SyncConstants = DEFAULT_CONSTANTS) -> SyncCost:
+              constants: SyncConstants = DEFAULT_CONSTANTS,
+              store_transport: str = "rdma") -> SyncCost:
     """The parts of one sync of `weight_bytes` (the model's weights in the sync dtype).
 
     `train_shards`: shards of each tensor in the training layout (tp * pp);
     `gather_bandwidth_bytes_per_s`: one rank's all-gather bandwidth in that group;
     `collective_latency_s`: fixed cost of one collective (one per tensor gathered);
-    `pcie_bytes_per_s`, `network_bytes_per_s`: host_store's stage rates (effective)."""
+    `pcie_bytes_per_s`, `network_bytes_per_s`: host_store's stage rates (effective);
+    `store_transport`: host_store's protocol, "rdma" or "tcp"."""
     if scheme not in SCHEMES:
         raise ValueError(f"weight_sync.scheme must be one of {', '.join(SCHEMES)}, "
                          f"got {scheme!r}")
+    if store_transport not in STORE_TRANSPORTS:
+        raise ValueError("weight_sync.store_transport must be one of "
+                         f"{', '.join(STORE_TRANSPORTS)}, got {store_transport!r}")
     if weight_bytes < 0:
         raise ValueError(f"weight_bytes must be >= 0, got {weight_bytes}")
     if gather_bandwidth_bytes_per_s <= 0:
@@ -208,17 +241,22 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
         n_b = bucket_count(sent, bucket_bytes)
         return SyncCost(scheme, n_t, n_b, bytes_per_engine_rank(sent, rollout_tp, False),
                         gather_s, n_b * c.per_bucket_s, load_s)
-    # host_store: trainer -> host (PCIe), host -> engine host (network), host -> GPU (PCIe),
-    # pipelined by bucket; each engine rank pulls only its shard (the store reshards)
+    # host_store: trainer -> host (PCIe), host -> engine host (network), the engine's pull
+    # into its GPU, pipelined by bucket; each engine rank pulls only its shard (the store
+    # reshards). Over TCP the network stage moves each bucket whole through one stream:
+    # RollArt's TCP syncs grow with the whole model (6.9 / 14.4 / 29.6 s for 15 / 28 /
+    # 61 GB), not with the shard (15 / 14 / 15 GB at rollout TP 1 / 2 / 4).
     if pcie_bytes_per_s is None or network_bytes_per_s is None or \
             pcie_bytes_per_s <= 0 or network_bytes_per_s <= 0:
         raise ValueError("host_store needs pcie_bytes_per_s and network_bytes_per_s > 0")
     n_b = bucket_count(weight_bytes, bucket_bytes)
     per_bucket = weight_bytes / n_b
     shard = per_bucket / rollout_tp
-    stages = (per_bucket / train_shards / pcie_bytes_per_s, shard / network_bytes_per_s,
-              shard / pcie_bytes_per_s)
-    return SyncCost(scheme, n_t, n_b, 0.0, gather_s, n_b * c.per_bucket_s, load_s,
+    network_s = (per_bucket / c.store_tcp_bytes_per_s if store_transport == "tcp"
+                 else shard / network_bytes_per_s)
+    stages = (per_bucket / train_shards / pcie_bytes_per_s, network_s,
+              shard / min(pcie_bytes_per_s, c.store_pull_bytes_per_s))
+    return SyncCost(scheme, n_t, n_b, 0.0, gather_s, n_b * c.store_per_bucket_s, load_s,
                     pipeline_s(stages, n_b))
 
 
@@ -265,22 +303,26 @@ def switch_cost(to: str, engine_weight_bytes_per_gpu: float, pcie_bytes_per_s: f
     return SwitchCost(to, weights_s, trainer_state_s, wake_s)
 
 
-def controller_s(tokens: int, per_step_s: float, per_token_s: float) -> float:
-    """The single controller's work of one step (gather the batch, compute advantages,
-    dispatch to the workers): a fixed part plus a part per batch token."""
-    if tokens < 0:
-        raise ValueError(f"tokens must be >= 0, got {tokens}")
-    return per_step_s + per_token_s * tokens
+def framework_constants(framework: str) -> SyncConstants:
+    """The fixed costs of one framework's sync loop (`FRAMEWORK_CONSTANTS`)."""
+    if framework not in FRAMEWORK_CONSTANTS:
+        raise ValueError(f"weight_sync.framework must be one of {', '.join(FRAMEWORKS)}, "
+                         f"got {framework!r}")
+    return FRAMEWORK_CONSTANTS[framework]
 
 
 def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: float,
                      scheme: str, bucket_bytes: float = 512 * 2**20,
                      delta_fraction: float | None = None,
-                     constants: SyncConstants = DEFAULT_CONSTANTS) -> SyncCost:
+                     constants: SyncConstants | None = None, framework: str = "verl",
+                     store_transport: str = "rdma") -> SyncCost:
     """`sync_cost` for a trainer layout and an engine layout: the training shards are
     `tp * pp`, gathered over NVLink when that group fits in a node (else the network), one
     collective launch each (the profile's all-reduce latency); host_store's stages run at
-    the engines' PCIe and the network rate, each times the profile's efficiency."""
+    the engines' PCIe and the network rate, each times the profile's efficiency. The fixed
+    costs are `framework`'s unless `constants` are given."""
+    if constants is None:
+        constants = framework_constants(framework)
     tprof, tgpu = train.profile, train.gpu
     shards = train.tp * train.pp
     if shards <= tgpu.gpus_per_node:
@@ -290,8 +332,9 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
         gather_bw = tgpu.network_bandwidth * tprof.network_efficiency
     eprof, egpu = engine.profile, engine.gpu
     return sync_cost(
-        engine.model, weight_bytes, scheme, engine.tp, shards, gather_bw,
+        # An engine rank holds 1/(tp*pp) of the weights (a pipeline stage's TP slice).
+        engine.model, weight_bytes, scheme, engine.tp * engine.pp, shards, gather_bw,
         tprof.allreduce_latency_s, bucket_bytes, delta_fraction,
         egpu.pcie_bandwidth * eprof.pcie_efficiency,
         min(egpu.network_bandwidth, tgpu.network_bandwidth) * eprof.network_efficiency,
-        constants)
+        constants, store_transport)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from rlsim.config.errors import ScenarioError
-from rlsim.config.hardware import ModelSpec
+from rlsim.config.hardware import GpuSpec, ModelSpec
 from rlsim.config.placement import Placement, resolve_placement
 from rlsim.config.scenario import PoolConfig, Scenario
 from rlsim.cost.fit import FitError, check_sequence, engine_fit
@@ -102,33 +102,44 @@ def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profi
     the KV an engine must hold (one longest sequence), for the advice when it cannot. The
     checks are `rlsim estimate`'s (`cost.fit`); `options` (CUDA graphs, FP8, EP: the
     scenario's rollout switches) are checked first, each error naming its field."""
+    gpu = _node_gpu(pool)
     if options == DEFAULT_OPTIONS:
         try:
-            return engine_fit(model, pool.gpu_spec, tp, util, profile, reserved_bytes_per_gpu,
+            return engine_fit(model, gpu, tp, util, profile, reserved_bytes_per_gpu,
                               need_tokens)
         except ValueError as err:  # too large for its GPUs, or a TP the model cannot take
             raise ScenarioError(field, str(err)) from None
     try:
-        check_tp(model, pool.gpu_spec, tp)
+        check_tp(model, gpu, tp)
     except ValueError as err:
         raise ScenarioError(field, str(err)) from None
     try:
-        check_options(model, pool.gpu_spec, tp, options)
+        check_options(model, gpu, tp, options)
     except ValueError as err:
-        name = str(err).split("=")[0].split(" ")[0]  # "dtype", "kv_cache_dtype" or "ep"
+        name = str(err).split("=")[0].split(" ")[0]  # dtype, kv_cache_dtype, ep or pp
         raise ScenarioError(f"rollout.{name}", str(err)) from None
     # FP8 weights and KV change what fits, so the BF16 fit check of `engine_fit` does not
     # apply; the same memory balance, at this engine's own byte counts.
-    cost = InferenceCost(model, pool.gpu_spec, tp, profile, options=options)
+    cost = InferenceCost(model, gpu, tp, profile, options=options)
     kv = cost.kv_capacity_tokens(util) - math.ceil(
         reserved_bytes_per_gpu / cost.kv_bytes_per_token_per_gpu)
     if kv <= 0:
         raise ScenarioError(field, (
             f"{model.name} does not fit: {cost.weight_bytes_per_gpu() / GIB:.1f} GiB of "
-            f"{options.dtype} weights per GPU at TP {tp} leave no KV cache in "
+            f"{options.dtype} weights per GPU at TP {tp}"
+            + (f" x PP {options.pp}" if options.pp > 1 else "") + " leave no KV cache in "
             f"{pool.gpu_spec.name}'s {pool.gpu_spec.hbm / GIB:.1f} GiB x {util} less the "
             f"{profile.engine_memory_reserve_bytes / GIB:.1f} GiB engine reserve; raise tp"))
     return cost, kv
+
+
+def _node_gpu(pool: PoolConfig) -> GpuSpec:
+    """The pool's GPU with the pool's node size: the NVLink domain an engine's collectives
+    stay inside before they cross the network."""
+    gpu = pool.gpu_spec
+    if gpu.gpus_per_node == pool.node_size:
+        return gpu
+    return gpu.model_copy(update={"gpus_per_node": pool.node_size})
 
 
 def _check_longest(scenario: Scenario, pool: PoolConfig, cost: InferenceCost, kv: int,
@@ -164,15 +175,15 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
         # context and workspace on every GPU: memory the KV cache gives up, faults or not
         reserved += scenario.recovery.engine.shadow_memory
     engine_options = EngineOptions(cuda_graphs=r.cuda_graphs, dtype=r.dtype,
-                                   kv_cache_dtype=r.kv_cache_dtype, ep=r.ep)
+                                   kv_cache_dtype=r.kv_cache_dtype, ep=r.ep, pp=r.pp)
     engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
                                    "rollout.tp", reserved, w.max_prompt_len + w.max_response_len,
                                    engine_options)
     _check_longest(scenario, rpool, engine_cost, kv, r.gpu_memory_utilization, reserved)
     engines = [
         RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
-                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name, r.tp,
-                      r.prefix_caching, r.request_overhead)
+                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name,
+                      r.tp * r.pp, r.prefix_caching, r.request_overhead)
         for i in range(place.engines)
     ]
     t = scenario.train
@@ -240,8 +251,9 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
                                        "rollout.tp", reserved, options=engine_options)
             built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
                                    r.max_batched_tokens, recorder, scenario.engine_mode,
-                                   rpool.name, tp, r.prefix_caching, r.request_overhead)
-                     for i in range(place.rollout_gpus // tp)]
+                                   rpool.name, tp * r.pp, r.prefix_caching,
+                                   r.request_overhead)
+                     for i in range(place.rollout_gpus // (tp * r.pp))]
             _record_entities(recorder, built, [], None, None, None, None)
             closables.extend(built)
             layouts[tp] = (built, cost)

@@ -28,7 +28,8 @@ from rlsim.entities.cluster import build_cluster
 from rlsim.trace import Recorder
 
 ROLLOUT_PHASES = ("gen", "env", "reward")
-TRAIN_PHASES = ("ref", "train")
+# The single controller's per-step work sits between reward and the trainer's passes.
+TRAIN_PHASES = ("controller", "ref", "train")
 
 
 @dataclass(frozen=True)

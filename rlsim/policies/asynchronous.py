@@ -372,6 +372,7 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         ph.rec.instant(CONTROLLER, "decision", env.now, step=step, what="async_batch",
                        versions=sorted({s.version for s in samples}), published=run.published,
                        prompts=[s.prompt_id for s in samples])
+        yield ph.controller(step, samples)  # the driver: Ray calls, batch bytes, advantages
         yield ph.ref(step, samples)
         yield ph.train(step, samples, version=step)
         yield ph.weight_sync(step)

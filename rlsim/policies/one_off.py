@@ -55,5 +55,6 @@ def _train(ph: Phases, step: int, samples: list[Sample]) -> Generator[simpy.Even
     # The trainer side scores its batch (reward), then computes log-probs and updates,
     # all while the engines already generate the next batch.
     yield ph.reward(step, samples)
+    yield ph.controller(step, samples)  # the driver: Ray calls, batch bytes, advantages
     yield ph.ref(step, samples)
     yield ph.train(step, samples, version=step)

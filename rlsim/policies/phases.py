@@ -21,7 +21,8 @@ import numpy as np
 import simpy
 
 from rlsim.config.streams import rng
-from rlsim.cost.weightsync import SwitchCost, SyncCost, controller_s, layout_sync_cost, switch_cost
+from rlsim.cost.controller import ControllerCost, controller_cost
+from rlsim.cost.weightsync import SwitchCost, SyncCost, layout_sync_cost, switch_cost
 from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
@@ -126,6 +127,7 @@ class Phases:
         """Moves on at every job restart (`recovery.Recovery.run_steps`): a phase of an
         older epoch records nothing when it ends."""
         self.recovery: Recovery | None = None
+        self._controller_costs: dict[int, ControllerCost] = {}
 
     def phase(self, name: str, step: int, body: Generator[simpy.Event, Any, Any],
               **attrs: Any) -> simpy.Process:
@@ -459,7 +461,8 @@ class Phases:
         span carries each part."""
         cfg = self.c.scenario.weight_sync
         cost = layout_sync_cost(self.c.train_cost, self.c.engine_cost, self.c.weight_bytes,
-                                cfg.scheme, cfg.bucket_size, cfg.delta_fraction)
+                                cfg.scheme, cfg.bucket_size, cfg.delta_fraction,
+                                framework=cfg.framework, store_transport=cfg.store_transport)
         return self.phase("weight_sync", step, self._weight_sync(cost), **cost.attrs())
 
     def _weight_sync(self, cost: SyncCost) -> Generator[simpy.Event, Any, None]:
@@ -513,14 +516,34 @@ class Phases:
 
     # ------------------------------------------------------------------ controller
     def controller(self, step: int, samples: Sequence[Sample]) -> simpy.Process:
-        """The single controller's own work of a step (veRL's driver: gather the batch,
-        compute advantages, dispatch to the workers): `weight_sync.controller_step +
-        controller_per_token * tokens`, as phase `controller`. Zero-length (and so free)
-        at the defaults; a policy calls it between reward and the trainer's passes."""
-        cfg = self.c.scenario.weight_sync
-        tokens = sum(s.tokens for s in samples)
-        seconds = controller_s(tokens, cfg.controller_step, cfg.controller_per_token)
-        return self.phase("controller", step, self._controller(seconds), tokens=tokens)
+        """The single controller's own work of a step (veRL's driver: one Ray call per
+        worker group, the padded batch sent and gathered, advantages on the driver;
+        `rlsim.cost.controller`), as phase `controller`; the span carries each term.
+        Zero-length with `controller.enabled: false`. A policy calls it between reward and
+        the trainer's log-prob passes."""
+        cost = self.controller_cost(len(samples))
+        return self.phase("controller", step, self._controller(cost.total_s),
+                          tokens=sum(s.tokens for s in samples), **cost.attrs())
+
+    def controller_cost(self, responses: int) -> ControllerCost:
+        """`controller_cost` for `responses` samples of this scenario (memoized: a
+        policy's batches mostly have the same size)."""
+        cost = self._controller_costs.get(responses)
+        if cost is None:
+            sc = self.c.scenario
+            cfg, w, t, place = sc.controller, sc.workload, sc.train, self.c.placement
+            if not cfg.enabled:
+                cost = ControllerCost(0, 0.0, 0.0, 0.0, 0, 0.0)
+            else:
+                cost = controller_cost(
+                    responses, w.max_prompt_len, w.max_response_len,
+                    max(1, place.rollout_gpus), max(1, place.train_gpus),
+                    call_latency_s=cfg.call_latency, per_worker_call_s=cfg.per_worker_call,
+                    bytes_per_s=cfg.bandwidth,
+                    advantage_per_element_s=cfg.advantage_per_element,
+                    old_logprob=t.old_logprob, ref_logprob=t.ref_logprob, critic=t.critic)
+            self._controller_costs[responses] = cost
+        return cost
 
     def _controller(self, seconds: float) -> Generator[simpy.Event, Any, None]:
         if seconds > 0:

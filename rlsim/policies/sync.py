@@ -1,9 +1,10 @@
 """`sync`: on-policy RL, phases strictly in sequence (veRL).
 
 Colocated: rollout and trainer time-share the same GPUs, so each step is
-gen -> switch(to train) -> reward -> ref -> train -> switch(to rollout) -> weight_sync.
-Disaggregated ("Solo-D"): separate GPUs, no switch: gen -> reward -> ref -> train ->
-weight_sync. Either way nothing overlaps, so a step is exactly the sum of its phases.
+gen -> switch(to train) -> reward -> controller -> ref -> train -> switch(to rollout) ->
+weight_sync. Disaggregated ("Solo-D"): separate GPUs, no switch: gen -> reward ->
+controller -> ref -> train -> weight_sync. Either way nothing overlaps, so a step is
+exactly the sum of its phases.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def _step(ph: Phases, workload: Workload, step: int) -> Generator[simpy.Event, A
     if colocated:
         yield ph.switch(step, "train")
     yield ph.reward(step, samples)
+    yield ph.controller(step, samples)  # the driver: Ray calls, batch bytes, advantages
     yield ph.ref(step, samples)
     yield ph.train(step, samples, version=step)
     if colocated:

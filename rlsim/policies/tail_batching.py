@@ -128,6 +128,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             # workers, and on the judge engines for judged samples.
             yield ph.phase("reward", step, _rewards_done(ph, rnd.judged, rnd.reward_done_s),
                            samples=len(samples), overlapped=True)
+        yield ph.controller(step, samples)  # the driver: Ray calls, batch bytes, advantages
         yield ph.ref(step, streamed_rest(samples, streamed))
         yield ph.train(step, samples, version=step, streamed=streamed)
         if colocated:

@@ -15,7 +15,8 @@ import numpy as np
 
 from rlsim.trace import CONTROLLER, Recorder
 
-PHASES = ("gen", "env", "reward", "ref", "train", "weight_sync", "switch", "recovery")
+PHASES = ("gen", "env", "reward", "controller", "ref", "train", "weight_sync", "switch",
+          "recovery")
 
 
 def _stats(values: list[float]) -> dict[str, float]:

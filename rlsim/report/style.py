@@ -19,6 +19,7 @@ SPAN_COLORS: dict[str, str] = {
     "env_step": "#72C3B8",
     "reward": "#F58518",
     "score": "#FFB26B",
+    "controller": "#9D755D",  # brown: veRL's timer colour for `adv`
     "ref": "#8E6BB5",
     "ref_logprob": "#8E6BB5",
     "old_logprob": "#B79AD6",

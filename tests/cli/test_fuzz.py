@@ -140,12 +140,14 @@ def mutations(draw: st.DrawFn) -> str:
         elif kind == "file":
             target = draw(st.sampled_from(FILES))
             field = draw(st.sampled_from(["response_len", "prompt_len", "trace", "profile"]))
+            # An earlier mutation may have deleted or replaced the section: set the path
+            # through `_set`, which creates or skips what is missing.
             if field == "trace":
-                data["workload"]["trace"] = {"path": target}
+                _set(data, "workload.trace", {"path": target})
             elif field == "profile":
-                data["pools"][0]["profile"] = target
+                _set(data, "pools.0.profile", target)
             else:
-                data["workload"][field] = {"dist": "empirical", "path": target}
+                _set(data, f"workload.{field}", {"dist": "empirical", "path": target})
         else:
             depth = draw(st.integers(1, 120))
             value: Any = 1

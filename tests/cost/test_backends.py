@@ -20,7 +20,9 @@ from rlsim.cost import builtin_profile
 from rlsim.cost.backends import (
     BACKENDS,
     FSDP,
+    HF_LLAMA_HOST_OPS,
     MEGATRON,
+    HostOps,
     balance_over_ranks,
     lookup_backend,
     mini_batches,
@@ -58,11 +60,34 @@ def test_packing_vs_padding_token_counts() -> None:
     assert fixed == [[300, 300], [400, 400], [200]]
     assert sum(map(sum, fixed)) == 1600  # each padded to its micro-batch's longest
     assert pack_dynamic([900, 10], 500) == [[900], [10]]  # longer than the cap: alone
-    # The step prices what it computes: padded micro-batches cost more than packed ones.
+    assert pack_fixed(lengths, 2, pad=False) == [[100, 300], [50, 400], [200]]  # packed
+    # The step prices what it computes: padded micro-batches cost more than packed ones
+    # (FSDP pads fixed micro-batches; Megatron packs them, THD, like dynamic batching).
     skewed = [8000, 200, 200, 200] * 16
-    padded = cost(micro_batch_size=4).train_step(sum(skewed), lengths=skewed).compute_s
-    packed = cost(max_tokens=8600).train_step(sum(skewed), lengths=skewed).compute_s
+    padded = cost(backend=FSDP, micro_batch_size=4).train_step(
+        sum(skewed), lengths=skewed).compute_s
+    packed = cost(backend=FSDP, max_tokens=8600).train_step(sum(skewed), lengths=skewed).compute_s
     assert padded > 2 * packed
+    mega_fixed = cost(micro_batch_size=4).train_step(sum(skewed), lengths=skewed).compute_s
+    mega_dyn = cost(max_tokens=8600).train_step(sum(skewed), lengths=skewed).compute_s
+    assert mega_fixed == pytest.approx(mega_dyn)  # same micro-batches, no padding
+
+
+def test_megatron_packed_alignment() -> None:
+    # veRL preprocess_packed_seqs: each packed sequence is padded to a multiple of
+    # tp * 2 cp (cp > 1) or tp. A 1001-token sequence at tp 2, cp 1 trains as 1002 tokens;
+    # at tp 4, cp 2 (align 16) as 1008: the same cost as sequences of exactly those lengths.
+    # The GPU side (compute + communication): a one-sequence micro-batch this small is
+    # host-bound, and the host's time does not depend on the tokens.
+    def gpu_s(t: TrainCost, n: int) -> float:
+        step = t.train_step(n, lengths=[n])
+        return step.compute_s + step.comm_s
+
+    t2 = cost(gpus=2, tp=2, micro_batch_size=1)
+    assert gpu_s(t2, 1001) == pytest.approx(gpu_s(t2, 1002))
+    t8 = cost(gpus=8, tp=4, cp=2, micro_batch_size=1)
+    assert gpu_s(t8, 1001) == pytest.approx(gpu_s(t8, 1008))
+    assert gpu_s(t8, 1009) > gpu_s(t8, 1008)
 
 
 def test_ranks_splits_and_mini_batches() -> None:
@@ -141,9 +166,12 @@ def test_ep_alltoall_volume() -> None:
     m = 4096
     vol = m * moe.moe.experts_per_token * moe.hidden * 2 * (8 - 1) / 8
     assert t.ep_alltoall_bytes(m) == pytest.approx(vol, rel=1e-12)
-    one = LAT + vol * MEGATRON.router_imbalance / NVLINK_BW  # ep*tp = 8: inside a node
+    one = LAT + vol * MEGATRON.router_imbalance / NVLINK_BW  # ep = 8: inside a node
     assert t.ep_comm_s(m) == pytest.approx(2 * moe.moe_layers * one, rel=1e-12)
     assert cost(gpus=16, model=moe).ep_alltoall_bytes(m) == 0.0  # ep = 1: no exchange
+    # With TP, sequence parallelism leaves m/tp tokens per GPU at the router (folding).
+    t2 = cost(gpus=16, tp=2, backend=MEGATRON, model=moe, ep=8)
+    assert t2.ep_alltoall_bytes(m) == pytest.approx(vol / 2, rel=1e-12)
     # Memory: all experts, over EP; the optimizer over every GPU.
     experts = moe.moe_layers * moe.moe.experts * moe.expert_params
     expect = ((moe.params - experts) + experts / 8) * 6 + moe.params / 16 * 12
@@ -261,8 +289,8 @@ def test_bad_input() -> None:
         TrainConfig(pool="p", backend="fsdp2", ep=2)
     with pytest.raises(ValueError, match="needs an MoE model"):
         cost(gpus=8, ep=2)
-    with pytest.raises(ValueError, match="must divide dp\\*cp"):
-        cost(gpus=8, tp=4, model=lookup_model("qwen3-30b-a3b"), ep=4)
+    with pytest.raises(ValueError, match="must divide tp\\*cp\\*dp"):
+        cost(gpus=8, tp=4, model=lookup_model("qwen3-30b-a3b"), ep=16)
     with pytest.raises(ValueError, match="no tensor or pipeline"):
         cost(gpus=8, tp=2, backend=FSDP)
     with pytest.raises(ValueError, match="micro_batch_size must be >= 1"):
@@ -273,3 +301,95 @@ def test_bad_input() -> None:
         lookup_backend("deepspeed")
     with pytest.raises(ValueError, match="lengths must be >= 0"):
         cost().train_step(10, lengths=[-1, 11])
+
+
+# ----------------------------------------------------------------------------- host-bound
+
+def test_host_ops_closed_form() -> None:
+    # host = ops * op_s + kernels * launch_s; a train micro-batch records the forward, runs
+    # the backward and (full recompute) the forward again; the head once per micro-batch.
+    h = HostOps(forward_ops=10, forward_kernels=6, grad_forward_ops=11, grad_forward_kernels=6,
+                backward_ops=20, backward_kernels=12, head_forward_ops=3,
+                head_forward_kernels=2, head_backward_ops=4, head_backward_kernels=3,
+                op_s=1e-6, autograd_op_s=2e-6, launch_s=5e-6)
+    assert h.forward_s(4) == pytest.approx((4 * 10 + 3) * 1e-6 + (4 * 6 + 2) * 5e-6)
+    assert h.train_s(4, False) == pytest.approx(
+        (4 * 31 + 7) * 2e-6 + (4 * 18 + 5) * 5e-6)
+    assert h.train_s(4, True) == pytest.approx(
+        (4 * 42 + 7) * 2e-6 + (4 * 24 + 5) * 5e-6)
+    # The built-in set (calibration/benchmarks/host_overhead.py) on a 28-layer model: a
+    # train micro-batch with full recompute takes the host ~43 ms whatever its tokens.
+    layers = QWEN7.layers
+    t = cost(micro_batch_size=1)
+    assert t.host_s(True, "full") == pytest.approx(HF_LLAMA_HOST_OPS.train_s(layers, True))
+    assert 0.03 < t.host_s(True, "full") < 0.06
+    assert t.host_s(False) == pytest.approx(HF_LLAMA_HOST_OPS.forward_s(layers))
+    assert cost(backend=replace(MEGATRON, host_ops=None)).host_s(True, "full") == 0.0
+
+
+def test_host_bound_and_gpu_bound_micro_batches() -> None:
+    # A micro-batch takes max(GPU, host): the GPU waits host - GPU when the host is slower
+    # (small micro-batches), nothing when the GPU is (large ones).
+    t = cost(gpus=1, micro_batch_size=1)
+    host = t.host_s(True, "full")
+    small = t.train_step(64, lengths=[64])
+    assert small.compute_s + small.comm_s < host
+    assert small.host_wait_s == pytest.approx(host - small.compute_s - small.comm_s)
+    assert small.overhead_s == pytest.approx(MEGATRON.micro_batch_overhead_s
+                                             + small.host_wait_s)
+    big = t.train_step(16384, lengths=[16384])
+    assert big.compute_s > host
+    assert big.host_wait_s == 0.0
+    assert big.overhead_s == pytest.approx(MEGATRON.micro_batch_overhead_s)
+    # Host-bound micro-batches hardly follow the tokens: 4x the tokens, same step time.
+    s256 = t.train_step(256, lengths=[256])
+    assert s256.total_s == pytest.approx(small.total_s, rel=1e-9)
+    # Without the host term both are priced by their kernels alone.
+    off = cost(gpus=1, micro_batch_size=1, backend=replace(MEGATRON, host_ops=None))
+    assert off.train_step(64, lengths=[64]).total_s == pytest.approx(
+        small.total_s - small.host_wait_s)
+
+
+def test_host_wait_per_stage_and_forward_pass() -> None:
+    # With pp stages each host issues L/pp layers: the wait per stage is host/pp - GPU/pp.
+    t1 = cost(gpus=1, micro_batch_size=1)
+    t2 = cost(gpus=2, pp=2, micro_batch_size=1)
+    one, two = t1.train_step(64, lengths=[64]), t2.train_step(64, lengths=[64])
+    assert two.host_wait_s == pytest.approx(one.host_wait_s / 2)
+    # The log-prob pass (no_grad) pays its own, smaller, host time.
+    fwd_host = t1.host_s(False)
+    assert fwd_host < t1.host_s(True, "none") < t1.host_s(True, "full")
+    gpu_fwd = cost(gpus=1, micro_batch_size=1,
+                   backend=replace(MEGATRON, host_ops=None)).forward_s(64, lengths=[64])
+    assert t1.forward_s(64, lengths=[64]) == pytest.approx(
+        max(gpu_fwd - MEGATRON.micro_batch_overhead_s, fwd_host)
+        + MEGATRON.micro_batch_overhead_s)
+
+
+def test_host_ops_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"HostOps\.launch_s"):
+        replace(HF_LLAMA_HOST_OPS, launch_s=-1e-6)
+    with pytest.raises(ValueError, match=r"HostOps\.backward_ops"):
+        replace(HF_LLAMA_HOST_OPS, backward_ops=-1)
+
+
+def test_uneven_pipeline_stages_and_folded_expert_parallelism() -> None:
+    """Megatron allows uneven first/last stages: DeepSeek-V3's 61 layers on 16 stages run at
+    the pace (and memory) of a 4-layer stage. MoE parallel folding (expert TP 1): EP spans
+    the tp*cp*dp ranks, so Qwen3-235B at tp 2, cp 2, dp 4 takes ep 16 (NeMo-RL's recipe)."""
+    ds = lookup_model("deepseek-v3")
+    assert ds.moe is not None
+    t = cost(gpus=256, pp=16, model=ds, ep=16)
+    assert t.stage_fraction == pytest.approx(4 / 61, rel=1e-12)
+    experts = ds.moe_layers * ds.moe.experts * ds.expert_params
+    expect = ((ds.params - experts) * 4 / 61 + experts * 4 / 61 / 16) * 6 + ds.params / 256 * 12
+    assert t.state_bytes_per_gpu() == pytest.approx(expect, rel=1e-12)
+    # pp dividing the layers: exactly 1/pp per stage, as before
+    assert cost(gpus=8, pp=4).stage_fraction == pytest.approx(1 / 4, rel=1e-12)
+    q = lookup_model("qwen3-235b-a22b")
+    folded = cost(gpus=128, tp=2, pp=8, cp=2, model=q, ep=16)
+    assert folded.dp == 4 and folded.ep == 16
+    lengths = [1024] * 64
+    assert folded.train_step(sum(lengths), lengths=lengths).total_s > 0
+    with pytest.raises(ValueError, match="exceeds the model's 28 layers"):
+        cost(gpus=32, pp=32)

@@ -239,5 +239,5 @@ def test_moe_scenario_runs(tmp_path: Path) -> None:
     gen = _run(tmp_path, model="qwen3-30b-a3b",
                pools=[{"name": "cluster", "gpu": "H100", "nodes": 4}],
                rollout={"pool": "cluster", "tp": 2, "ep": 2, "dtype": "fp8"},
-               train={"pool": "cluster", "tp": 8})
+               train={"pool": "cluster", "tp": 8, "ep": 8})
     assert math.isfinite(gen) and gen > 0

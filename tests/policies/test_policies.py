@@ -34,7 +34,7 @@ def _phases(result):
 def test_sync_step_is_exact_sum_of_phases(placement):
     res = _run(tiny(policy={"name": "sync", "placement": placement}))
     steps, by_step = _phases(res)
-    expected = {"gen", "reward", "ref", "train", "weight_sync"}
+    expected = {"gen", "reward", "controller", "ref", "train", "weight_sync"}
     if placement == "colocated":
         expected.add("switch")
     for k, step in steps.items():
@@ -86,12 +86,15 @@ def test_one_off_overlaps_generation_and_training():
     for k in range(4):
         step = steps[k]
         (reward,) = by_step[k]["reward"]
+        (ctl,) = by_step[k]["controller"]
         (ref,) = by_step[k]["ref"]
         (train,) = by_step[k]["train"]
         (sync,) = by_step[k]["weight_sync"]
-        # the train side scores, re-scores and trains batch k back to back
+        # the train side scores, hands the batch to the driver, re-scores and trains batch
+        # k back to back
         assert reward.t0 == pytest.approx(step.t0, abs=1e-9)
-        assert ref.t0 == pytest.approx(reward.t1) and train.t0 == pytest.approx(ref.t1)
+        assert ctl.t0 == pytest.approx(reward.t1) and ref.t0 == pytest.approx(ctl.t1)
+        assert train.t0 == pytest.approx(ref.t1)
         train_side = train.t1 - reward.t0
         # the next batch generates while this one trains; the last step too (the pipeline
         # runs to the end, so the last step is a steady-state step like the others)

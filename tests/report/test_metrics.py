@@ -69,3 +69,17 @@ def test_warm_up_window_by_hand():
     assert whole["throughput"]["samples_per_s"] == pytest.approx(40 / 200)
     assert whole["gpu_util"]["p"] == pytest.approx((50 * 4 + 60 * 4 + 40 * 8) / (8 * 200))
     assert s["warnings"] == []
+
+
+def test_controller_phase_is_reported_in_step_order():
+    from rlsim.report.metrics import PHASES
+    from rlsim.report.style import SPAN_COLORS
+
+    # the driver's work sits between reward and the log-prob passes, as the policies run it
+    assert PHASES.index("reward") < PHASES.index("controller") < PHASES.index("ref")
+    assert "controller" in SPAN_COLORS
+    rec = _records()
+    rec.span("controller", "controller", 60.0, 60.5, step=0, calls=4)
+    rec.span("controller", "controller", 130.0, 131.5, step=1, calls=4)
+    s = summarize(rec, wall_s=0.1, events=7)
+    assert s["phase_time_s"]["controller"] == pytest.approx(1.0)

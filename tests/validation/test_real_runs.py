@@ -24,6 +24,8 @@ from calibration.realruns.table import (
     phase_pairs,
     rel_error,
     summary_lines,
+    where_error_lines,
+    with_remainder,
 )
 from calibration.realruns.translate import (
     capped_lognormal_mean,
@@ -116,10 +118,82 @@ def test_nemo_rl_record_takes_the_table_layout_then_the_recipe(records) -> None:
                            "asynchronous": {"alpha": 1}}
     assert (s["rollout"]["gpus"], s["train"]["gpus"]) == (32, 32)   # 4 generation nodes
     assert s["rollout"]["max_running_seqs"] == 1024                 # vLLM's H100 default
-    assert s["train"]["ref_logprob"] and not s["train"]["old_logprob"]  # force_on_policy
+    # the recipe's force_on_policy_ratio needs T-GBS == G-GBS; the run states T-GBS 512 of
+    # 2048 samples, so it computed the previous-policy log-probs (nemo_rl grpo.py:700-706)
+    assert s["train"]["ref_logprob"] and s["train"]["old_logprob"]
     # the stated mean response length is the capped lognormal's mean
     rl, cap = s["workload"]["response_len"], s["workload"]["max_response_len"]
     assert capped_lognormal_mean(rl["median"], rl["sigma"], cap) == pytest.approx(3252, rel=1e-3)
+
+
+def test_verl_fsdp2_colocated_knobs_land_in_the_framework_fields(records) -> None:
+    t = translate(records["verl-onestepoff-readme-7b-dapo-colocate-16xH20-fsdp2"])
+    s = t.scenario
+    assert s is not None
+    Scenario.model_validate(s)
+    tr = s["train"]
+    assert tr["backend"] == "fsdp2" and tr["cp"] == 4          # Ulysses sp_size=4
+    assert tr["ppo_mini_batch_size"] == 32 and tr["ppo_epochs"] == 1
+    assert tr["max_token_len_per_gpu"] == 20480                  # use_dynamic_bsz
+    assert tr["log_prob_max_token_len_per_gpu"] == 30720
+    assert "micro_batch_size_per_gpu" not in tr                  # dynamic, not fixed
+    assert tr["param_offload"] and tr["optimizer_offload"] and tr["recompute"] == "full"
+    r = s["rollout"]
+    assert (r["cuda_graphs"], r["dtype"], r["kv_cache_dtype"], r["ep"]) == (
+        True, "bf16", "auto", 1)
+    assert s["weight_sync"] == {"scheme": "bucketed", "bucket_size": 2048 * 2**20,
+                                "engine_sleep_level": 2}
+    assert any("fsdp2_colocate.sh:50,83" in x for x in t.taken)
+    assert not any("use_dynamic_bsz" in d for d in t.dropped)
+
+
+def test_verl_megatron_one_step_off_knobs_land_in_the_framework_fields(records) -> None:
+    t = translate(records["verl-onestepoff-readme-7b-dapo-async-4gen12train-H20-megatron"])
+    s = t.scenario
+    assert s is not None
+    Scenario.model_validate(s)
+    tr = s["train"]
+    assert tr["backend"] == "megatron"
+    # dynamic batching is commented out in the Megatron script: fixed micro-batches
+    assert tr["micro_batch_size_per_gpu"] == 2 and tr["log_prob_micro_batch_size_per_gpu"] == 4
+    assert "max_token_len_per_gpu" not in tr
+    assert not (tr["param_offload"] or tr["optimizer_offload"] or tr["grad_offload"])
+    assert tr["recompute"] == "none" and not tr["recompute_activations"]  # mcore default
+    assert s["weight_sync"] == {"scheme": "broadcast"}   # one NCCL broadcast per tensor
+    assert any("use_remove_padding" in d for d in t.dropped)
+
+
+def test_nemo_rl_recipe_batching_lands_in_the_framework_fields(records) -> None:
+    t = translate(records["nemorl-v0.6-qwen3-30b3a-grpo-1stepoff-32xH100"])
+    s = t.scenario
+    assert s is not None
+    Scenario.model_validate(s)
+    tr = s["train"]
+    assert tr["backend"] == "megatron" and tr["ep"] == 8 and tr["pp"] == 2
+    assert tr["ppo_mini_batch_size"] == 16       # T-GBS 512 / 32 generations: 4 steps
+    assert tr["old_logprob"]                     # force_on_policy impossible at 4 steps
+    # sequence packing: max_total_sequence_length 4096 x train_micro_batch_size 1 (and x
+    # logprob_batch_size 2) tokens per micro-batch
+    assert tr["max_token_len_per_gpu"] == 4096
+    assert tr["log_prob_max_token_len_per_gpu"] == 8192
+    assert tr["recompute"] == "none"
+    assert s["rollout"]["cuda_graphs"] and s["rollout"]["dtype"] == "bf16"
+    # disaggregated refit: NCCL packed broadcast, buckets of min(0.02 x GPU memory, 5 GiB)
+    ws = s["weight_sync"]
+    assert ws["scheme"] == "bucketed"
+    assert ws["bucket_size"] == int(0.02 * 85520809984)
+    assert not any("optimizer steps" in d for d in t.dropped)
+
+
+def test_a_record_without_phases_gets_no_remainder_and_one_with_gets_it() -> None:
+    assert with_remainder({}, 100.0, 80.0) == {}
+    pairs = with_remainder({"gen": (60.0, 40.0), "update_actor": (30.0, 25.0)}, 100.0, 70.0)
+    assert pairs["remainder"] == (10.0, 5.0)
+    row = Row("a", "verl", "m", "8 x H100", "sync", measured_step_s=100.0,
+              simulated_step_s=70.0, phases=pairs)
+    text = "\n".join(where_error_lines([row]))
+    assert "| remainder | 1 | -50% | 50% | `a` -5 |" in text
+    assert "| gen | 1 | -33% | 33% | `a` -20 |" in text
 
 
 def test_garbled_table_layout_falls_back_to_the_recipe(records) -> None:
