@@ -452,6 +452,18 @@ NEMO_RL_COMMON: dict[str, Cited] = {
     # time (nemo_rl/algorithms/grpo.py:2356-2364), a run-time figure rlsim cannot know.
     "colocated_refit": Cited("bucketed", "nemo_rl/algorithms/grpo.py:2354-2385 "
                                          "(stream_weights_via_ipc_zmq)"),
+    # The refit's sender: every training rank exports every full tensor through
+    # Megatron-Bridge (PP broadcast, TP / EP all-gathers) and, colocated, hands its buffer
+    # to the vLLM worker on its own GPU by CUDA IPC, export and load overlapped by two
+    # buffers (rlsim weight_sync.framework nemo_rl, docs/cost-model.md).
+    "refit_framework": Cited("nemo_rl", "nemo_rl/models/policy/workers/"
+                                        "megatron_policy_worker.py:2350 (export_hf_weights); "
+                                        "nemo_rl/models/policy/utils.py:361-377 (ping-pong)"),
+    # One ping-pong buffer is 0.3 x free memory / 2 at refit time (grpo.py:2361,
+    # utils.py:377); the one measured figure is DeepSeek-V3's on H100, 1.65 GiB (utils.py:453).
+    "colocated_bucket_bytes": Cited(int(1.65 * 2**30), "nemo_rl/models/policy/utils.py:453 "
+                                    "(DeepSeek-V3 on H100: a 1.65 GiB buffer; 0.3 x free "
+                                    "memory / 2, grpo.py:2361, utils.py:377)"),
     # Disaggregated refit: NCCL packed broadcast in buckets of min(0.02 x GPU memory, 5 GiB).
     "collective_refit": Cited("bucketed", "nemo_rl/algorithms/grpo.py:2396-2399; "
                                           "nemo_rl/utils/packed_tensor.py:24-30"),

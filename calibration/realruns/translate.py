@@ -294,16 +294,21 @@ def _weight_sync(b: _Builder, fw: str, colocated: bool, gpu: str) -> dict[str, A
     """The weight-sync scheme, bucket size and engine sleep level the framework uses."""
     if fw == "nemo-rl":
         c = NEMO_RL_COMMON
+        framework = b.take("weight_sync.framework", c["refit_framework"], NEMO_RL)
         if colocated:
             b.t.dropped.append("colocated refit buckets of 0.3 x free GPU memory at refit "
-                               "(run-time; rlsim's default bucket size kept)")
+                               "(run-time; DeepSeek-V3's measured H100 buffer used)")
             return {"scheme": b.take("weight_sync.scheme", c["colocated_refit"], NEMO_RL),
+                    "framework": framework,
+                    "bucket_size": b.take("weight_sync.bucket_size",
+                                          c["colocated_bucket_bytes"], NEMO_RL),
                     "engine_sleep_level": b.take("weight_sync.engine_sleep_level",
                                                  c["sleep_level"], NEMO_RL)}
         hbm = GPUS[gpu].hbm
         bucket = min(int(hbm * c["collective_bucket_fraction"].value),
                      c["collective_bucket_max_bytes"].value)
         return {"scheme": b.take("weight_sync.scheme", c["collective_refit"], NEMO_RL),
+                "framework": framework,
                 "bucket_size": b.take(
                     "weight_sync.bucket_size (min(0.02 x GPU memory, 5 GiB))",
                     Cited(bucket, c["collective_bucket_fraction"].source), NEMO_RL)}

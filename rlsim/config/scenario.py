@@ -259,6 +259,13 @@ class TrainConfig(Frozen):
         default=None, gt=0,
         description="Dynamic token cap per GPU of the log-prob passes (veRL "
         "log_prob_max_token_len_per_gpu); None: as training.")
+    log_prob_pad_to: int | None = Field(
+        default=None, gt=0,
+        description="Pad every sample of the log-prob passes to this many tokens before the "
+        "forward, so the pad tokens cost like real ones: ROLL's reference / actor_infer "
+        "workers with sequence packing and dynamic batching off (their defaults) pad to "
+        "sequence_length (roll/utils/functionals.py postprocess_generate, pad_to_seq_len). "
+        "None: samples keep their own lengths.")
     param_offload: bool = Field(
         default=False, description="Parameters live in host memory between passes: loaded "
         "before and offloaded after each pass over PCIe (veRL fsdp_config.param_offload, "
@@ -326,6 +333,16 @@ class JudgeConfig(Frozen):
         default=256, ge=0, description="Judge prompt tokens added to each response."
     )
     output_tokens: int = Field(default=16, gt=0, description="Judge verdict length in tokens.")
+    reads: Literal["trajectory", "responses", "last_response"] = Field(
+        default="trajectory",
+        description="What the judge reads of a multi-turn sample (a single-turn sample is its "
+        "response in all three): trajectory (every response and observation after the "
+        "prompt, as veRL's agent loop hands its reward the whole response_ids, tool "
+        "observations included, verl/experimental/agent_loop/tool_agent_loop.py), responses "
+        "(the policy's turns only, observations masked out: veRL's response_mask), "
+        "last_response (the final turn only: a judge of the final answer). ROLL's SWE env "
+        "reads no tokens: it runs the tests in the sandbox at episode end (rock_tb_native_env "
+        "calculate_reward), i.e. reward.kind sandbox.")
     resident_fraction: float = Field(
         default=0.5, gt=0, le=1,
         description="mps: share of the judge's weights kept on the GPU; the rest is streamed "
@@ -458,12 +475,16 @@ class WeightSyncConfig(Frozen):
         description="vLLM sleep mode level of colocated engines (LLM.sleep(level=...)): 1 "
         "copies the weights to host memory and back, 2 discards them (the sync brings them).",
     )
-    framework: Literal["verl", "roll"] = Field(
+    framework: Literal["verl", "roll", "nemo_rl"] = Field(
         default="verl",
         description="Whose sender loop drives a broadcast / bucketed / delta sync (its fixed "
         "costs, docs/cost-model.md): verl (also slime: one CUDA IPC handle or NCCL collective "
-        "per bucket) or roll (ROLL's Megatron model_update: a Ray call to every engine and a "
-        "barrier per bucket; ROLL's bucket is 256 MiB, so set bucket_size: 256 MiB).",
+        "per bucket), roll (ROLL's Megatron model_update: a Ray call to every engine and a "
+        "barrier per bucket; ROLL's bucket is 256 MiB, so set bucket_size: 256 MiB) or "
+        "nemo_rl (NeMo-RL's refit: every training rank exports every full tensor through "
+        "Megatron-Bridge, PP / TP / EP gathers, and, colocated, hands it by CUDA IPC to the "
+        "engine on its own GPU, export and load overlapped; NeMo-RL: "
+        "policy.refit_buffer_size_gb, NRL_REFIT_BUFFER_MEMORY_RATIO).",
     )
     store_transport: Literal["rdma", "tcp"] = Field(
         default="rdma",

@@ -214,6 +214,15 @@ class AgenticConfig(_Frozen):
         description="Turns per trajectory (rounded, at least 1, at most max_turns), e.g. "
         "{dist: empirical, path: ...} for a bimodal count.")
     max_turns: int = Field(default=50, gt=0, description="Cap on turns per trajectory.")
+    max_context_len: int | None = Field(
+        default=None, gt=0,
+        description="Cap on a trajectory's context in tokens (prompt + every turn's response "
+        "and observation), as the frameworks end a multi-turn sample: each turn generates at "
+        "most the room left, and a trajectory whose context reaches the cap ends there (the "
+        "observation that filled it is not kept). ROLL: sequence_length (agentic env "
+        "managers' make_decision); veRL agent loop: actor_rollout_ref.rollout.prompt_length "
+        "+ response_length (max_assistant_turns is max_turns). None: no cap (only each "
+        "response's max_response_len).")
     env_reset: LengthDist | None = Field(
         default=None,
         description="Seconds to reset the environment before the first turn (heavy-tailed in "
@@ -304,6 +313,11 @@ class WorkloadConfig(_Frozen):
     def _agentic_is_synthetic(self) -> WorkloadConfig:
         if self.agentic is not None and (self.trace is not None or self.tasks is not None):
             raise ValueError("agentic trajectories are synthetic: drop `trace` and `tasks`")
+        cap = None if self.agentic is None else self.agentic.max_context_len
+        if cap is not None and cap <= self.max_prompt_len:
+            raise ValueError(f"agentic.max_context_len ({cap}) must exceed max_prompt_len "
+                             f"({self.max_prompt_len}): a prompt must leave room for a turn; "
+                             "raise max_context_len (ROLL: sequence_length)")
         return self
 
     @model_validator(mode="after")

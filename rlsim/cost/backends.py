@@ -100,6 +100,60 @@ HF_LLAMA_HOST_OPS = HostOps(
 
 
 @dataclass(frozen=True, slots=True)
+class ElementwiseTraffic:
+    """HBM bytes per token that the memory-bound kernels of an unfused (eager) model move:
+    per decoder layer `hidden * h + kv_dim * kv + ffn * f` bytes (q_dim taken as hidden, as
+    in Llama), per micro-batch head `head_vocab * vocab + head_hidden * hidden`; one set for
+    the forward pass, one for its backward. `kernels` per layer pay the elementwise launch
+    each. Counted by calibration/eager_traffic.py (docs/cost-model.md section 3, "Eager
+    elementwise traffic")."""
+
+    hidden: float
+    kv_dim: float
+    ffn: float
+    head_vocab: float
+    head_hidden: float
+    kernels: float
+    bwd_hidden: float
+    bwd_kv_dim: float
+    bwd_ffn: float
+    bwd_head_vocab: float
+    bwd_head_hidden: float
+    bwd_kernels: float
+
+    def __post_init__(self) -> None:
+        for name in self.__slots__:
+            if getattr(self, name) < 0:
+                raise ValueError(f"ElementwiseTraffic.{name} must be >= 0")
+
+    def layer_bytes_per_token(self, hidden: float, kv_dim: float, ffn: float,
+                              backward: bool) -> float:
+        """Bytes one token moves through one layer's memory-bound kernels."""
+        if backward:
+            return self.bwd_hidden * hidden + self.bwd_kv_dim * kv_dim + self.bwd_ffn * ffn
+        return self.hidden * hidden + self.kv_dim * kv_dim + self.ffn * ffn
+
+    def head_bytes_per_token(self, vocab: float, hidden: float, backward: bool) -> float:
+        """Bytes one token moves through the head (final norm, log-softmax, gather)."""
+        if backward:
+            return self.bwd_head_vocab * vocab + self.bwd_head_hidden * hidden
+        return self.head_vocab * vocab + self.head_hidden * hidden
+
+
+# calibration/eager_traffic.py on torch 2.13: the Hugging Face Llama layer of
+# calibration/benchmarks/host_overhead.py in bf16 (RMSNorm through fp32, rotate_half rotary,
+# repeat_kv copies, silu * up, each op and its autograd backward a kernel), bytes of every
+# kernel that is not a GEMM or the attention kernel; exact linear fit over four shapes
+# (residual < 0.5%). Fused kernels (Megatron-Core + Transformer Engine) move ~20 hidden +
+# 4 kv + 6 ffn bytes per token and layer forward; this moves 108 + 25.5 + 10.5.
+HF_LLAMA_EAGER_TRAFFIC = ElementwiseTraffic(
+    hidden=108.3, kv_dim=25.5, ffn=10.5, head_vocab=20.4, head_hidden=47.6, kernels=32,
+    bwd_hidden=250.4, bwd_kv_dim=41.8, bwd_ffn=18.6, bwd_head_vocab=31.7,
+    bwd_head_hidden=100.7, bwd_kernels=59,
+)
+
+
+@dataclass(frozen=True, slots=True)
 class TrainBackend:
     """The constants of one training framework backend (all per GPU unless named)."""
 
@@ -146,6 +200,13 @@ class TrainBackend:
     # costs it; a micro-batch takes max(GPU time, host time). None: the host always keeps
     # ahead of the GPU (not modelled).
     host_ops: HostOps | None = HF_LLAMA_HOST_OPS
+    # The memory-bound kernels' traffic when the model runs unfused (eager Hugging Face
+    # code: veRL FSDP's default, use_fused_kernels: false, use_liger: false); None: fused
+    # kernels as Megatron-Core with Transformer Engine runs them (TrainCost._elementwise).
+    elementwise_traffic: ElementwiseTraffic | None = None
+    # Achieved share of the BF16 peak of the attention backward kernel the backend runs
+    # (FLOPs counted as 2.5x the forward's); None: the profile's attention_flops_efficiency.
+    attention_bwd_flops_efficiency: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("param_bytes", "grad_bytes", "optimizer_bytes", "gather_bytes_per_param",
@@ -154,6 +215,9 @@ class TrainBackend:
                 raise ValueError(f"TrainBackend.{name} must be >= 0")
         if not 0.0 <= self.dp_overlap_fraction <= 1.0:
             raise ValueError("TrainBackend.dp_overlap_fraction must be in [0, 1]")
+        eff = self.attention_bwd_flops_efficiency
+        if eff is not None and not 0.0 < eff <= 1.0:
+            raise ValueError("TrainBackend.attention_bwd_flops_efficiency must be in (0, 1]")
         if self.router_imbalance < 1.0:
             raise ValueError("TrainBackend.router_imbalance is the max over the mean: >= 1")
 
@@ -200,6 +264,14 @@ FSDP = TrainBackend(
     micro_batch_overhead_s=0.02,
     router_imbalance=_ROUTER_IMBALANCE,
     supports_tp_pp=False,
+    # veRL's FSDP workers load the Hugging Face model and run it eager (model.use_fused_kernels
+    # and model.use_liger default false).
+    elementwise_traffic=HF_LLAMA_EAGER_TRAFFIC,
+    # Hugging Face attn_implementation flash_attention_2 (veRL's default): FlashAttention-2's
+    # backward reaches 318 TFLOP/s of 989 on an H100 SXM5 at head dim 128, 8k tokens
+    # (Shah et al., FlashAttention-3, arXiv:2407.08608, Fig. 6; cuDNN's, which Megatron-Core
+    # runs through Transformer Engine, 518: the profile's 0.5).
+    attention_bwd_flops_efficiency=0.32,
 )
 
 # FSDP2 (per-parameter sharding, DTensor) runs the same collectives in the same dtypes

@@ -104,6 +104,7 @@ class TrainBatching:
     max_tokens: int | None = None  # dynamic batching's cap; None: TrainCost.micro_batch_tokens
     log_prob_micro_batch_size: int | None = None  # None: as training
     log_prob_max_tokens: int | None = None  # None: as training
+    log_prob_pad_to: int | None = None  # every log-prob sample padded to this; None: no
     param_offload: bool = False
     grad_offload: bool = False
     optimizer_offload: bool = False
@@ -111,7 +112,7 @@ class TrainBatching:
 
     def __post_init__(self) -> None:
         for name in ("ppo_mini_batch_size", "micro_batch_size", "max_tokens",
-                     "log_prob_micro_batch_size", "log_prob_max_tokens"):
+                     "log_prob_micro_batch_size", "log_prob_max_tokens", "log_prob_pad_to"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be >= 1, got {v}")
@@ -200,7 +201,7 @@ class TrainCost:
         # Memos of pure functions of their arguments (the layout is fixed): the step's
         # passes share one batch (ref and old log-probs are the same pass, training deals
         # the same samples to the ranks), and micro-batches repeat token counts.
-        self._elem_memo: dict[int, float] = {}
+        self._elem_memo: dict[tuple[int, bool], float] = {}
         self._pass_memo: dict[tuple[object, ...], _Pass] = {}
         self._balance_memo: tuple[tuple[int, ...], list[list[int]]] | None = None
 
@@ -230,6 +231,7 @@ class TrainCost:
             max_tokens=per_replica(t.max_token_len_per_gpu),
             log_prob_micro_batch_size=t.log_prob_micro_batch_size_per_gpu,
             log_prob_max_tokens=per_replica(t.log_prob_max_token_len_per_gpu),
+            log_prob_pad_to=t.log_prob_pad_to,
             param_offload=t.param_offload,
             grad_offload=t.grad_offload,
             optimizer_offload=t.optimizer_offload,
@@ -499,10 +501,15 @@ class TrainCost:
         self._gemm_memo[key] = total
         return total
 
-    def _elementwise(self, m: int) -> float:
-        """Forward memory-bound kernels of the model on one GPU for `m` tokens: per layer
-        two fused add+RMSNorms, rotary, the MLP activation; the LM head's fp32 log-softmax."""
-        hit = self._elem_memo.get(m)
+    def _elementwise(self, m: int, backward: bool = False) -> float:
+        """Memory-bound kernels of the model on one GPU for `m` tokens, forward or backward.
+        Fused (Megatron-Core + Transformer Engine; no `elementwise_traffic`): per layer two
+        fused add+RMSNorms, rotary, the MLP activation, and the LM head's fp32 log-softmax;
+        the backward moves twice the forward's bytes. Eager (the backend's
+        `elementwise_traffic`): the counted bytes per token of every unfused kernel, each
+        kernel paying its launch."""
+        key = (m, backward)
+        hit = self._elem_memo.get(key)
         if hit is not None:
             return hit
         mo, tp, d = self.model, self.tp, self.dtype_bytes
@@ -513,22 +520,39 @@ class TrainCost:
         else:
             fs = moe.shared_ffn
             act_ffn = moe.experts_per_token * moe.expert_ffn + moe.shared_experts * fs
-        per_layer = (2 * e(4.0 * m * mo.hidden * d)
-                     + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
-                     + e(3.0 * m * act_ffn / tp * d))
-        total = mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
-        self._elem_memo[m] = total
+        traffic = self.backend.elementwise_traffic if self.backend is not None else None
+        if traffic is not None:
+            # Eager backends run without TP (each GPU holds whole layers for its m tokens).
+            per_token = traffic.layer_bytes_per_token(mo.hidden, mo.kv_dim, act_ffn, backward)
+            kernels = traffic.bwd_kernels if backward else traffic.kernels
+            launch_s = self.profile.elementwise_launch_s
+            per_layer = e(m * per_token) + (kernels - 1) * launch_s
+            head = e(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden, backward))
+            total = mo.layers * per_layer + head
+        else:
+            per_layer = (2 * e(4.0 * m * mo.hidden * d)
+                         + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
+                         + e(3.0 * m * act_ffn / tp * d))
+            total = mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
+            if backward:
+                total *= 2.0
+        self._elem_memo[key] = total
         return total
 
     def _attention_s(self, pairs_per_gpu: float, backward: bool) -> float:
         """Causal attention of one pass on one GPU: 4 * q_dim/tp FLOPs per (query, key)
-        pair per layer at `attention_flops_efficiency`, 2.5x that backward."""
+        pair per layer at `attention_flops_efficiency`, 2.5x that backward at the backend's
+        `attention_bwd_flops_efficiency` when it sets one."""
         mo = self.model
         flops = 4.0 * mo.q_dim / self.tp * pairs_per_gpu * mo.layers
+        eff = self.profile.attention_flops_efficiency
         if backward:
             flops *= _ATTENTION_BWD_FACTOR
-        return flops / (self.gpu.bf16_tflops * 1e12 * self.profile.attention_flops_efficiency
-                        ) + mo.layers * self.profile.attention_fixed_s
+            b = self.backend
+            if b is not None and b.attention_bwd_flops_efficiency is not None:
+                eff = b.attention_bwd_flops_efficiency
+        return flops / (self.gpu.bf16_tflops * 1e12 * eff) + mo.layers * (
+            self.profile.attention_fixed_s)
 
     def tp_comm_s(self, m: int) -> float:
         """One forward's TP traffic for `m` tokens per GPU: 2 all-reduces of m * hidden *
@@ -603,7 +627,7 @@ class TrainCost:
         if not backward:
             return fwd, comm_f, 0.0
         attn_b = self._attention_s(pairs, True)
-        bwd = self._gemms(m, True) + attn_b + 2.0 * self._elementwise(m)
+        bwd = self._gemms(m, True) + attn_b + self._elementwise(m, backward=True)
         comm_b = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_b, True)
         if recompute == "full":
             bwd += fwd
@@ -774,5 +798,9 @@ class TrainCost:
             fixed = None
         else:
             fixed = bt.micro_batch_size
+        if bt.log_prob_pad_to is not None:
+            # Every sample padded to a fixed length before the forward (ROLL's inference
+            # workers without packing: pad_to_seq_len), so pad tokens cost like real ones.
+            lengths = [max(n, bt.log_prob_pad_to) for n in lengths]
         p = self._ranks_pass(lengths, False, fixed, self._max_tokens(True), "none")
         return p.total_s + self.pass_offload_s(train=False)

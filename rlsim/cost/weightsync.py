@@ -28,7 +28,11 @@ runs at a measured host-staged rate, far below PCIe's line rate.
 
 The fixed costs differ by framework (`FRAMEWORK_CONSTANTS`): veRL / slime drive a bucket with
 one CUDA IPC handle or NCCL collective; ROLL's Megatron `model_update` makes one Ray call to
-every engine per bucket and waits for all of them before the next.
+every engine per bucket and waits for all of them before the next. NeMo-RL (`nemo_rl`)
+exports every full tensor on every training rank through Megatron-Bridge (PP broadcast, TP
+and EP all-gathers: `full_export_gather_bytes_s`), overlaps that export with the engine's
+handle and load by bucket (two buffers), and, colocated, hands each bucket to the engine on
+the rank's own GPU by CUDA IPC, so no bytes cross a link.
 """
 
 from __future__ import annotations
@@ -86,9 +90,29 @@ class SyncConstants:
     store_tcp_bytes_per_s: float = 2.74e9
     """host_store over TCP: one stream's rate, each bucket whole. Calibrated on RollArt
     Table 3, Qwen3-8B over TCP (6.911 s): ~1/9 of the 200 Gb/s line rate."""
+    full_export: bool = False
+    """Every training rank materialises every full Hugging Face tensor before sending
+    (Megatron-Bridge `export_hf_weights`: a broadcast across PP, an all-gather across TP and,
+    for routed experts, across EP; "All ranks receive the full tensors"), and the sender's
+    export overlaps the receiver's load (NeMo-RL's ping-pong IPC buffers). False: only the
+    `tp * pp` shards of each tensor are gathered (veRL / slime / ROLL as modelled)."""
+    colocated_ipc: bool = False
+    """Colocated, each training rank hands its buffer to the engine worker on its *own* GPU
+    by a CUDA IPC handle (NeMo-RL `stream_weights_via_ipc_zmq`): no bytes cross a link."""
 
 
 DEFAULT_CONSTANTS = SyncConstants()
+NEMO_RL_GATHER_PER_TENSOR_S = 3.5e-5
+"""Megatron-Bridge's per-tensor export work beyond the bytes and launches priced apart.
+Calibrated on NeMo-RL's DeepSeek-V3 refit benchmark (docs/guides/checkpoint-engine-refit.md
+at NVIDIA-NeMo/RL@7ea279ab: trainer TP1/PP16/EP16 on 32 H100 nodes, every rank running the
+same Bridge export as the colocated refit; matched synchronous verifier, NIXL, 4 GiB
+buckets: 10.92 s for 45,395 tensors). This model's export bytes, launches, handles and
+vLLM load take 9.33 s of it (the NIXL transfer overlapped); the 1.59 s left over 45,395
+tensors is 0.035 ms each, an upper bound. slime's conversion (`gather_per_tensor_s`,
+0.87 ms) would add 39 s there."""
+
+
 FRAMEWORK_CONSTANTS: dict[str, SyncConstants] = {
     "verl": DEFAULT_CONSTANTS,
     # ROLL (mcore_adapter + its Megatron strategy's model_update): per bucket one Ray
@@ -96,6 +120,15 @@ FRAMEWORK_CONSTANTS: dict[str, SyncConstants] = {
     # broadcast, and ray.get on all of them before the next bucket. Calibrated on
     # RollPacker Fig 11c "Sync", Qwen2.5-7B on 16 H800 (5.0 s, 57 buckets of 256 MiB).
     "roll": replace(DEFAULT_CONSTANTS, per_bucket_s=8.1e-2),
+    # NeMo-RL (Megatron policy + vLLM, read at NVIDIA-NeMo/RL@7ea279ab): colocated refit by
+    # CUDA IPC / ZMQ from every training rank to the engine worker on its own GPU
+    # (nemo_rl/algorithms/grpo.py:2354-2385, nemo_rl/models/policy/utils.py
+    # stream_weights_via_ipc_zmq_impl), each rank exporting the whole model through
+    # Megatron-Bridge (megatron_policy_worker.py _iter_params_with_optional_kv_scales).
+    # Bridge's own per-tensor work, calibrated on NeMo-RL's DeepSeek-V3 refit benchmark
+    # (docs/guides/checkpoint-engine-refit.md, docs/cost-model.md "Weight movement").
+    "nemo_rl": replace(DEFAULT_CONSTANTS, gather_per_tensor_s=NEMO_RL_GATHER_PER_TENSOR_S,
+                       full_export=True, colocated_ipc=True),
 }
 FRAMEWORKS: tuple[str, ...] = tuple(FRAMEWORK_CONSTANTS)
 INDEX_BYTES = 4  # a sparse (delta) update sends an int32 index with each changed value
@@ -160,6 +193,53 @@ def pipeline_s(stage_s: Sequence[float], items: int) -> float:
     return items * slowest + (sum(stage_s) - slowest)
 
 
+def expert_fraction(model: ModelSpec) -> float:
+    """Share of the model's parameters in routed experts (0 for a dense model)."""
+    if model.moe is None:
+        return 0.0
+    return model.moe_layers * model.moe.experts * model.expert_params / model.params
+
+
+def hierarchical_all_gather_s(size_bytes: float, ranks: int, node_gpus: int,
+                              nvlink_bytes_per_s: float, network_bytes_per_s: float) -> float:
+    """All-gather that leaves every one of `ranks` GPUs (consecutive, `node_gpus` to a
+    node) with all `size_bytes`: what the other N - 1 nodes hold enters each node once,
+    spread over its g GPUs' NICs, and is shared inside the node over NVLink:
+
+        (g-1)/g S / nvlink + (N-1)/N (S/g) / network,   g = min(ranks, node_gpus)
+
+    With one node it is the ring all-gather's (n-1)/n S / nvlink; 0 for one rank."""
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    if nvlink_bytes_per_s <= 0 or network_bytes_per_s <= 0:
+        raise ValueError("all-gather bandwidths must be > 0")
+    g = min(ranks, node_gpus)
+    nodes = math.ceil(ranks / g)
+    return ((g - 1) / g * size_bytes / nvlink_bytes_per_s
+            + (nodes - 1) / nodes * (size_bytes / g) / network_bytes_per_s)
+
+
+def full_export_gather_bytes_s(model: ModelSpec, weight_bytes: float, tp: int, pp: int,
+                               ep: int, node_gpus: int, multi_node: bool,
+                               nvlink_bytes_per_s: float,
+                               network_bytes_per_s: float) -> float:
+    """Seconds of one training rank's collectives to hold every full tensor (Megatron-Bridge
+    `export_hf_weights`, expert TP 1 as NeMo-RL sets it): the broadcast from the owning PP
+    stage of the other stages' local shards, `(pp-1)/pp * (W_dense/tp + W_expert/ep)`, over
+    the network when the trainer spans nodes (PP peers sit a node or more apart); the TP
+    all-gather of the dense tensors, `(tp-1)/tp * W_dense`, over NVLink; the EP all-gather
+    of the routed experts, `hierarchical_all_gather_s(W_expert, ep, ...)`."""
+    if min(tp, pp, ep) < 1:
+        raise ValueError(f"tp, pp and ep must be >= 1, got {tp}, {pp}, {ep}")
+    w_e = weight_bytes * expert_fraction(model)
+    w_d = weight_bytes - w_e
+    pp_bw = network_bytes_per_s if multi_node else nvlink_bytes_per_s
+    seconds = (pp - 1) / pp * (w_d / tp + w_e / ep) / pp_bw
+    seconds += (tp - 1) / tp * w_d / nvlink_bytes_per_s
+    return seconds + hierarchical_all_gather_s(w_e, ep, node_gpus, nvlink_bytes_per_s,
+                                               network_bytes_per_s)
+
+
 @dataclass(frozen=True, slots=True)
 class SyncCost:
     """One weight sync, by part. `link_bytes` go through the link entity (per engine rank,
@@ -173,11 +253,17 @@ class SyncCost:
     fixed_s: float
     load_s: float
     pipeline_s: float = 0.0
-    """host_store only: the pipelined PCIe / network / PCIe stages (no link transfer)."""
+    """host_store: the pipelined PCIe / network / PCIe stages (no link transfer). A
+    full-export sync (`SyncConstants.full_export`): the export (gather) and the engine's
+    handle + load, pipelined by bucket; the parts above are then its stages' totals."""
+    overlapped: bool = False
+    """True: `pipeline_s` already holds gather, fixed and load (they overlap)."""
 
     @property
     def fixed_total_s(self) -> float:
         """Everything but the link transfer."""
+        if self.overlapped:
+            return self.pipeline_s
         return self.gather_s + self.fixed_s + self.load_s + self.pipeline_s
 
     def total_s(self, link_bandwidth_bytes_per_s: float, link_latency_s: float = 0.0) -> float:
@@ -199,14 +285,19 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
               delta_fraction: float | None = None, pcie_bytes_per_s: float | None = None,
               network_bytes_per_s: float | None = None,
               constants: SyncConstants = DEFAULT_CONSTANTS,
-              store_transport: str = "rdma") -> SyncCost:
+              store_transport: str = "rdma", colocated: bool = False,
+              export_bytes_s: float | None = None) -> SyncCost:
     """The parts of one sync of `weight_bytes` (the model's weights in the sync dtype).
 
     `train_shards`: shards of each tensor in the training layout (tp * pp);
     `gather_bandwidth_bytes_per_s`: one rank's all-gather bandwidth in that group;
     `collective_latency_s`: fixed cost of one collective (one per tensor gathered);
     `pcie_bytes_per_s`, `network_bytes_per_s`: host_store's stage rates (effective);
-    `store_transport`: host_store's protocol, "rdma" or "tcp"."""
+    `store_transport`: host_store's protocol, "rdma" or "tcp";
+    `colocated`: trainer and engines share the GPUs (with `constants.colocated_ipc` no
+    bytes cross a link); `export_bytes_s`: with `constants.full_export`, the seconds of the
+    collectives that give every rank every full tensor (`full_export_gather_bytes_s`),
+    replacing the `tp * pp` shard gather."""
     if scheme not in SCHEMES:
         raise ValueError(f"weight_sync.scheme must be one of {', '.join(SCHEMES)}, "
                          f"got {scheme!r}")
@@ -223,13 +314,20 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
     if scheme == "link":  # the bytes at the link's rate, nothing else (a measured link)
         return SyncCost(scheme, n_t, 0, weight_bytes, 0.0, 0.0, 0.0)
     gather_s = n_t * c.gather_per_tensor_s
-    if train_shards > 1:
+    if c.full_export:
+        if export_bytes_s is None or export_bytes_s < 0:
+            raise ValueError("a full-export framework needs export_bytes_s >= 0, got "
+                             f"{export_bytes_s}")
+        # one collective launch per tensor, as for the shard gather
+        gather_s += export_bytes_s + n_t * collective_latency_s
+    elif train_shards > 1:
         gather_s += (gather_bytes_per_rank(weight_bytes, train_shards)
                      / gather_bandwidth_bytes_per_s + n_t * collective_latency_s)
     load_s = n_t * c.load_per_tensor_s
+    same_gpu = colocated and c.colocated_ipc  # a CUDA IPC handle to the engine on this GPU
     if scheme == "broadcast":
-        return SyncCost(scheme, n_t, 0, bytes_per_engine_rank(weight_bytes, rollout_tp, False),
-                        gather_s, n_t * c.per_tensor_s, load_s)
+        sent = 0.0 if same_gpu else bytes_per_engine_rank(weight_bytes, rollout_tp, False)
+        return SyncCost(scheme, n_t, 0, sent, gather_s, n_t * c.per_tensor_s, load_s)
     if scheme in ("bucketed", "delta"):
         sent = weight_bytes
         if scheme == "delta":
@@ -239,8 +337,15 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
             # only the changed values travel, each with its index
             sent = delta_fraction * (weight_bytes + INDEX_BYTES * model.params)
         n_b = bucket_count(sent, bucket_bytes)
-        return SyncCost(scheme, n_t, n_b, bytes_per_engine_rank(sent, rollout_tp, False),
-                        gather_s, n_b * c.per_bucket_s, load_s)
+        link = 0.0 if same_gpu else bytes_per_engine_rank(sent, rollout_tp, False)
+        fixed_s = n_b * c.per_bucket_s
+        if c.full_export:
+            # Two buffers (ping-pong): the rank exports and packs bucket k + 1 while the
+            # engine opens bucket k's handle and loads it; a two-stage pipeline by bucket.
+            both = pipeline_s((gather_s / n_b, (fixed_s + load_s) / n_b), n_b)
+            return SyncCost(scheme, n_t, n_b, link, gather_s, fixed_s, load_s, both,
+                            overlapped=True)
+        return SyncCost(scheme, n_t, n_b, link, gather_s, fixed_s, load_s)
     # host_store: trainer -> host (PCIe), host -> engine host (network), the engine's pull
     # into its GPU, pipelined by bucket; each engine rank pulls only its shard (the store
     # reshards). Over TCP the network stage moves each bucket whole through one stream:
@@ -315,12 +420,14 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
                      scheme: str, bucket_bytes: float = 512 * 2**20,
                      delta_fraction: float | None = None,
                      constants: SyncConstants | None = None, framework: str = "verl",
-                     store_transport: str = "rdma") -> SyncCost:
+                     store_transport: str = "rdma", colocated: bool = False) -> SyncCost:
     """`sync_cost` for a trainer layout and an engine layout: the training shards are
     `tp * pp`, gathered over NVLink when that group fits in a node (else the network), one
     collective launch each (the profile's all-reduce latency); host_store's stages run at
     the engines' PCIe and the network rate, each times the profile's efficiency. The fixed
-    costs are `framework`'s unless `constants` are given."""
+    costs are `framework`'s unless `constants` are given. A full-export framework
+    (`nemo_rl`) gathers every full tensor on every rank (`full_export_gather_bytes_s`, PP
+    over the network when the trainer spans nodes)."""
     if constants is None:
         constants = framework_constants(framework)
     tprof, tgpu = train.profile, train.gpu
@@ -330,6 +437,14 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
             * tprof.allreduce_bus_efficiency
     else:
         gather_bw = tgpu.network_bandwidth * tprof.network_efficiency
+    export_s = None
+    if constants.full_export:
+        nvlink = nvlink_one_way_bytes_per_s(tgpu.nvlink_bandwidth) \
+            * tprof.allreduce_bus_efficiency
+        export_s = full_export_gather_bytes_s(
+            train.model, weight_bytes, train.tp, train.pp, train.ep, tgpu.gpus_per_node,
+            train.gpus > tgpu.gpus_per_node, nvlink,
+            tgpu.network_bandwidth * tprof.network_efficiency)
     eprof, egpu = engine.profile, engine.gpu
     return sync_cost(
         # An engine rank holds 1/(tp*pp) of the weights (a pipeline stage's TP slice).
@@ -337,4 +452,4 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
         tprof.allreduce_latency_s, bucket_bytes, delta_fraction,
         egpu.pcie_bandwidth * eprof.pcie_efficiency,
         min(egpu.network_bandwidth, tgpu.network_bandwidth) * eprof.network_efficiency,
-        constants, store_transport)
+        constants, store_transport, colocated, export_s)

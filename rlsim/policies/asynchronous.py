@@ -237,11 +237,14 @@ class _AsyncRun:
             return
         g = s.group
         sample = Sample(g.prompt_id, g.prompt_tokens, s.context - g.prompt_tokens, s.version,
-                        task=g.task)
+                        task=g.task, last_response_tokens=req.generated,
+                        observation_tokens=sum(t.obs_tokens for t in turns))
         scorer = g.batch.scorer
         end = scorer.submit(s.slot, g.prompt_id, g.task)
         if end is None:
-            scorer.judge(req.rid, req.generated)
+            jc = self.ph.c.scenario.reward.judge
+            assert jc is not None
+            scorer.judge(req.rid, sample.judged_tokens(jc.reads))
             scorer.judging.pop(req.rid).callbacks.append(
                 lambda _e: self._scored(s, sample, attempt))
         else:

@@ -42,10 +42,20 @@ class Sample:
     version: int  # policy version (weights) it was generated with
     reward_s: float | None = None  # recorded reward latency (replayed rollouts), else drawn
     task: str | None = None  # its task in a mixed workload (workload.tasks)
+    last_response_tokens: int | None = None  # multi-turn: its final turn; None: single-turn
+    observation_tokens: int = 0  # multi-turn: its observations (within response_tokens)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.response_tokens
+
+    def judged_tokens(self, reads: str) -> int:
+        """The tokens of it a judge reads (reward.judge.reads), before the judge's prompt."""
+        if reads == "responses":
+            return self.response_tokens - self.observation_tokens
+        if reads == "last_response" and self.last_response_tokens is not None:
+            return self.last_response_tokens
+        return self.response_tokens
 
 
 Progress = Callable[[int, int], None]
@@ -90,7 +100,9 @@ class _Trajectory:
         self.context += req.generated + turn.obs_tokens
         if self.turn == len(self.turns) - 1:
             self.arrive(Sample(self.prompt_id, self.prompt_tokens,
-                               self.context - self.prompt_tokens, self.version, self.reward_s))
+                               self.context - self.prompt_tokens, self.version, self.reward_s,
+                               last_response_tokens=req.generated,
+                               observation_tokens=sum(t.obs_tokens for t in self.turns)))
             return
         self.env_pool.run(turn.env_s).callbacks.append(self._next_turn)
 
@@ -277,7 +289,9 @@ class Phases:
                 context[i] += req.generated + turns[turn].obs_tokens
                 if turn == len(turns) - 1:
                     pid, prompt, _, reward_s, _ = trajs[i]
-                    out.append(Sample(pid, prompt, context[i] - prompt, version, reward_s))
+                    out.append(Sample(pid, prompt, context[i] - prompt, version, reward_s,
+                                      last_response_tokens=req.generated,
+                                      observation_tokens=sum(t.obs_tokens for t in turns)))
                     times.append(at)
                 else:
                     going.append(i)
@@ -392,7 +406,7 @@ class Phases:
         judges = self.c.judges
         for i, s in enumerate(samples):
             self._rid += 1
-            req = Request(self._rid, s.response_tokens + jc.prompt_overhead_tokens,
+            req = Request(self._rid, s.judged_tokens(jc.reads) + jc.prompt_overhead_tokens,
                           jc.output_tokens, on_done=barrier.arrive)
             judges[i % len(judges)].submit(req)
         yield barrier.done
@@ -462,7 +476,8 @@ class Phases:
         cfg = self.c.scenario.weight_sync
         cost = layout_sync_cost(self.c.train_cost, self.c.engine_cost, self.c.weight_bytes,
                                 cfg.scheme, cfg.bucket_size, cfg.delta_fraction,
-                                framework=cfg.framework, store_transport=cfg.store_transport)
+                                framework=cfg.framework, store_transport=cfg.store_transport,
+                                colocated=self.c.placement.colocated)
         return self.phase("weight_sync", step, self._weight_sync(cost), **cost.attrs())
 
     def _weight_sync(self, cost: SyncCost) -> Generator[simpy.Event, Any, None]:

@@ -73,6 +73,31 @@ def task_of_prompts(cfg: WorkloadConfig, n: int) -> list[int]:
     return out
 
 
+def context_capped(turns: tuple[Turn, ...], prompt_tokens: int, max_context_len: int,
+                   ) -> tuple[Turn, ...]:
+    """A trajectory's turns as a framework with a context cap runs them (ROLL's agentic env
+    managers, make_decision: a turn generates at most sequence_length - context tokens, and
+    a turn that would start at or past the cap is not run, the trajectory ends; the
+    observation that filled the context is dropped from the sample). The kept last turn
+    has no environment step after it, as every last turn in rlsim: ROLL still runs that
+    one step, rlsim leaves it out."""
+    if prompt_tokens >= max_context_len:
+        raise ValueError(f"a prompt of {prompt_tokens} tokens leaves no room under "
+                         f"max_context_len {max_context_len}")
+    context = prompt_tokens
+    out: list[Turn] = []
+    for i, turn in enumerate(turns):
+        response = min(turn.response_tokens, max_context_len - context)
+        context += response
+        # the next turn starts only if the context after this turn's observation has room
+        if i == len(turns) - 1 or context + turn.obs_tokens >= max_context_len:
+            out.append(Turn(response))
+            break
+        out.append(Turn(response, turn.env_s, turn.obs_tokens))
+        context += turn.obs_tokens
+    return tuple(out)
+
+
 class Workload:
     """The prompt groups of every training step of one job, drawn from its own streams.
 
@@ -326,10 +351,13 @@ class Workload:
             samples = []
             for j in range(s):
                 k = int(turns[i, j])
-                samples.append(tuple(
+                sample = tuple(
                     Turn(int(lengths[i, j, t]), float(env_s[i, j, t]) if t < k - 1 else 0.0,
                          int(obs[i, j, t]) if t < k - 1 else 0)
-                    for t in range(k)))
+                    for t in range(k))
+                if a.max_context_len is not None:
+                    sample = context_capped(sample, int(prompts[i]), a.max_context_len)
+                samples.append(sample)
             totals = tuple(sum(t.response_tokens + t.obs_tokens for t in sm) for sm in samples)
             out.append(PromptGroup(
                 first_id + i, int(prompts[i]), totals, cap, turns=tuple(samples),

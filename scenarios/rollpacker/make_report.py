@@ -219,8 +219,11 @@ def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
                 ours = results[(f"rollpacker-{key}.yaml", _ablation_overrides(3))].rounds.get(
                     kind, {})
                 got = sum(ours.get(n, 0.0) for n in PAPER_PARTS[part])
-                cells.append(f"{got:.1f} vs {PAPER_ROUNDS[key][kind][part]} "
-                             f"({_within(got, PAPER_ROUNDS[key][kind][part], 0.20)})")
+                # ROLL's per-bucket sync cost is calibrated on the 7B "Sync" bar
+                # (docs/cost-model.md): that cell checks nothing.
+                check = ("calibration" if part == "sync" and key == next(iter(SIZES))
+                         else _within(got, PAPER_ROUNDS[key][kind][part], 0.20))
+                cells.append(f"{got:.1f} vs {PAPER_ROUNDS[key][kind][part]} ({check})")
             lines.append(f"| {kind} round {part} (s) [F Fig. 10c], +-20% | "
                          + " | ".join(cells) + " |")
     lines += [

@@ -393,3 +393,79 @@ def test_uneven_pipeline_stages_and_folded_expert_parallelism() -> None:
     assert folded.train_step(sum(lengths), lengths=lengths).total_s > 0
     with pytest.raises(ValueError, match="exceeds the model's 28 layers"):
         cost(gpus=32, pp=32)
+
+
+# ----------------------------------------------------------------------------- issue 19, N:
+# eager elementwise traffic and the attention backward's efficiency per backend
+
+
+def test_eager_traffic_closed_forms() -> None:
+    from rlsim.cost.backends import ElementwiseTraffic
+
+    t = ElementwiseTraffic(hidden=2, kv_dim=3, ffn=5, head_vocab=7, head_hidden=11, kernels=4,
+                           bwd_hidden=13, bwd_kv_dim=17, bwd_ffn=19, bwd_head_vocab=23,
+                           bwd_head_hidden=29, bwd_kernels=6)
+    assert t.layer_bytes_per_token(10, 100, 1000, backward=False) == 2 * 10 + 3 * 100 + 5000
+    assert t.layer_bytes_per_token(10, 100, 1000, backward=True) == 130 + 1700 + 19000
+    assert t.head_bytes_per_token(1000, 10, backward=False) == 7000 + 110
+    assert t.head_bytes_per_token(1000, 10, backward=True) == 23000 + 290
+    with pytest.raises(ValueError, match=r"ElementwiseTraffic\.ffn"):
+        replace(t, ffn=-1.0)
+
+
+def test_eager_elementwise_is_counted_bytes_over_hbm() -> None:
+    """FSDP (eager HF model): per layer e(m * counted bytes) plus a launch per further kernel,
+    and the head's; the fused path (Megatron) keeps backward = 2x forward."""
+    from rlsim.cost.backends import HF_LLAMA_EAGER_TRAFFIC as T
+    from rlsim.cost.kernels import ElementwiseModel
+
+    assert FSDP.elementwise_traffic is T and MEGATRON.elementwise_traffic is None
+    e = ElementwiseModel(H800, PROF).time_s
+    m = 4096
+    for backward, kernels in ((False, T.kernels), (True, T.bwd_kernels)):
+        layer = T.layer_bytes_per_token(QWEN7.hidden, QWEN7.kv_dim, QWEN7.ffn, backward)
+        head = T.head_bytes_per_token(QWEN7.vocab, QWEN7.hidden, backward)
+        want = QWEN7.layers * (e(m * layer) + (kernels - 1) * PROF.elementwise_launch_s) + e(
+            m * head)
+        got = cost(backend=FSDP)._elementwise(m, backward)
+        assert got == pytest.approx(want, rel=1e-12)
+    fused = cost(backend=MEGATRON)
+    assert fused._elementwise(m, True) == pytest.approx(2 * fused._elementwise(m, False))
+    # Eager moves several times the fused kernels' bytes (RMSNorm through fp32, rotate_half,
+    # repeat_kv copies, autograd's per-op backward).
+    assert cost(backend=FSDP)._elementwise(m, True) > 3 * fused._elementwise(m, True)
+
+
+def test_attention_backward_runs_at_the_backends_efficiency() -> None:
+    pairs = 1e8
+    peak = H800.bf16_tflops * 1e12
+    flops_b = 4.0 * QWEN7.q_dim * pairs * QWEN7.layers * 2.5
+    fixed = QWEN7.layers * PROF.attention_fixed_s
+    assert FSDP.attention_bwd_flops_efficiency == 0.32
+    got = cost(backend=FSDP)._attention_s(pairs, backward=True)
+    assert got == pytest.approx(flops_b / (peak * 0.32) + fixed, rel=1e-12)
+    # None (Megatron: cuDNN's attention): the profile's efficiency, forward and backward.
+    meg = cost(backend=MEGATRON)._attention_s(pairs, backward=True)
+    assert meg == pytest.approx(flops_b / (peak * PROF.attention_flops_efficiency) + fixed,
+                                rel=1e-12)
+    fwd = cost(backend=FSDP)._attention_s(pairs, backward=False)
+    assert fwd == pytest.approx(flops_b / 2.5 / (peak * PROF.attention_flops_efficiency)
+                                + fixed, rel=1e-12)
+    with pytest.raises(ValueError, match="attention_bwd_flops_efficiency"):
+        replace(FSDP, attention_bwd_flops_efficiency=1.5)
+
+
+def test_log_prob_pad_to_prices_every_sample_at_the_padded_length() -> None:
+    """ROLL's inference workers without packing pad each sample to sequence_length: the
+    forward costs what the same count of full-length samples costs; training is unchanged."""
+    lengths = [300, 1200, 4000, 800]
+    padded = cost(log_prob_micro_batch_size=2, log_prob_pad_to=4096)
+    full = cost(log_prob_micro_batch_size=2)
+    assert padded.forward_s(sum(lengths), lengths=lengths) == pytest.approx(
+        full.forward_s(4 * 4096, lengths=[4096] * 4), rel=1e-12)
+    assert padded.forward_s(sum(lengths), lengths=lengths) > full.forward_s(
+        sum(lengths), lengths=lengths)
+    assert padded.train_step(sum(lengths), lengths=lengths).total_s == pytest.approx(
+        full.train_step(sum(lengths), lengths=lengths).total_s, rel=1e-12)
+    with pytest.raises(ValueError, match="log_prob_pad_to must be >= 1"):
+        TrainBatching(log_prob_pad_to=0)

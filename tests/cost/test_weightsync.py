@@ -13,10 +13,14 @@ from rlsim.config.hardware import ModelSpec, MoeSpec, lookup_model
 from rlsim.config.loading import scenario_from_dict
 from rlsim.cost.weightsync import (
     DEFAULT_CONSTANTS,
+    FRAMEWORK_CONSTANTS,
     INDEX_BYTES,
     bucket_count,
     bytes_per_engine_rank,
+    expert_fraction,
+    full_export_gather_bytes_s,
     gather_bytes_per_rank,
+    hierarchical_all_gather_s,
     pipeline_s,
     switch_cost,
     sync_cost,
@@ -219,7 +223,8 @@ def test_roll_pays_its_bucket_loop_but_not_in_the_store():
     roll = framework_constants("roll")
     assert roll.per_bucket_s == pytest.approx(0.081)
     assert roll.store_per_bucket_s == C.store_per_bucket_s  # the store drives host_store
-    assert framework_constants("verl") is C and set(FRAMEWORK_CONSTANTS) == {"verl", "roll"}
+    assert framework_constants("verl") is C and set(FRAMEWORK_CONSTANTS) == {"verl", "roll",
+                                                                         "nemo_rl"}
     _, k = _parts("bucketed", constants=roll)
     assert k.fixed_s == pytest.approx(4 * 0.081)
     _, h = _parts("host_store", constants=roll)
@@ -228,11 +233,79 @@ def test_roll_pays_its_bucket_loop_but_not_in_the_store():
         framework_constants("openrlhf")
 
 
+def test_hierarchical_all_gather_closed_form():
+    # one node: the ring all-gather, (n-1)/n of the whole over NVLink
+    assert hierarchical_all_gather_s(8e9, 4, 8, 1e9, 1e8) == pytest.approx(0.75 * 8)
+    # 16 ranks, 8 a node: 7/8 of it over NVLink, and half of it enters each node once,
+    # spread over the node's 8 NICs
+    assert hierarchical_all_gather_s(16e9, 16, 8, 1e9, 1e8) == pytest.approx(
+        7 / 8 * 16 + 0.5 * 16e9 / 8 / 1e8)
+    assert hierarchical_all_gather_s(16e9, 1, 8, 1e9, 1e8) == 0.0
+    with pytest.raises(ValueError, match="bandwidth"):
+        hierarchical_all_gather_s(1.0, 2, 8, 0.0, 1.0)
+
+
+MOE = DENSE.model_copy(update={"moe": MoeSpec(experts=8, experts_per_token=2, expert_ffn=32,
+                                              shared_experts=1, dense_layers=1)})
+
+
+def test_full_export_gathers_every_tensor_on_every_rank():
+    w = 1e9
+    f = expert_fraction(MOE)
+    assert 0 < f < 1 and expert_fraction(DENSE) == 0.0
+    w_e, w_d = w * f, w * (1 - f)
+    nv, net = 2e9, 1e8
+    # tp 2, pp 4 across nodes, ep 16 (8 a node): PP broadcast of the other stages' local
+    # shards over the network, TP all-gather of the dense part, EP all-gather of experts
+    got = full_export_gather_bytes_s(MOE, w, 2, 4, 16, 8, True, nv, net)
+    want = (0.75 * (w_d / 2 + w_e / 16) / net + 0.5 * w_d / nv
+            + hierarchical_all_gather_s(w_e, 16, 8, nv, net))
+    assert got == pytest.approx(want)
+    # one node: the PP broadcast rides NVLink
+    one = full_export_gather_bytes_s(MOE, w, 1, 2, 1, 8, False, nv, net)
+    assert one == pytest.approx(0.5 * w / nv)
+    with pytest.raises(ValueError, match="tp, pp and ep"):
+        full_export_gather_bytes_s(MOE, w, 0, 1, 1, 8, False, nv, net)
+
+
+def test_nemo_rl_refit_overlaps_export_and_load_and_sends_nothing_colocated():
+    c = FRAMEWORK_CONSTANTS["nemo_rl"]
+    assert c.full_export and c.colocated_ipc
+    n = tensor_count(DENSE)
+    w, k = _parts("bucketed", constants=c, colocated=True, export_bytes_s=2.0)
+    assert k.link_bytes == 0.0  # CUDA IPC to the engine on the rank's own GPU
+    gather = 2.0 + n * 1e-5 + n * c.gather_per_tensor_s  # the shard gather is not used
+    assert k.gather_s == pytest.approx(gather)
+    stages = (gather / 4, (4 * c.per_bucket_s + n * c.load_per_tensor_s) / 4)
+    assert k.pipeline_s == pytest.approx(4 * max(stages) + min(stages))
+    assert k.fixed_total_s == pytest.approx(k.pipeline_s)  # the parts overlap
+    # disaggregated (NeMo-RL's NCCL packed broadcast): the full tensors cross the link
+    _, d = _parts("bucketed", constants=c, colocated=False, export_bytes_s=2.0)
+    assert d.link_bytes == w
+    with pytest.raises(ValueError, match="export_bytes_s"):
+        _parts("bucketed", constants=c)
+
+
 def test_bad_store_transport_names_the_field():
     with pytest.raises(ValueError, match=r"weight_sync\.store_transport"):
         _parts("host_store", store_transport="udp")
     with pytest.raises(ScenarioError, match="store_transport"):
         scenario_from_dict(tiny(weight_sync={"scheme": "host_store", "store_transport": "udp"}))
+
+
+def test_bad_framework_names_the_field():
+    with pytest.raises(ScenarioError, match="framework"):
+        scenario_from_dict(tiny(weight_sync={"framework": "nemo-rl"}))
+
+
+def test_scenario_nemo_rl_framework_reaches_the_sync_span():
+    scenario, base = scenario_from_dict(tiny(weight_sync={"framework": "nemo_rl"}))
+    result = simulate(scenario, base)
+    spans = _spans(result, "weight_sync")
+    assert spans
+    for span in spans:  # the tiny scenario is colocated: nothing crosses the link
+        assert span.attrs["link_bytes"] == 0.0 and span.attrs["pipeline_s"] > 0
+        assert span.t1 - span.t0 == pytest.approx(span.attrs["pipeline_s"])
 
 
 def test_scenario_framework_reaches_the_sync_span():
@@ -280,23 +353,29 @@ CHECKS = [
      "broadcast", {}, 58.57, 65.13, "val", True),
     ("verl-async-235b-ckpt-engine", "qwen3-235b-a22b", "h20", 64, 1, 1, 1, "h20", 8,
      "bucketed", {"bucket": 4096 * MIB}, 23.70, 48.07, "val", False),
+    # NeMo-RL's DeepSeek-V3 checkpoint-engine refit (docs/guides/checkpoint-engine-refit.md),
+    # synchronous verifier, NIXL, 4 GiB buckets; priced with the NIXL transfer overlapped
+    # (no link bytes): it sets NEMO_RL_GATHER_PER_TENSOR_S
+    ("nemorl-dsv3-refit", "deepseek-v3", "h100", 256, 1, 16, 1, "h100", 32, "bucketed",
+     {"framework": "nemo_rl", "bucket": 4096 * MIB, "colocated": True, "ep": 16},
+     10.92, 10.92, "cal", True),
 ]
 
 
 def _price(model, tgpu, gpus, tp, pp, cp, egpu, rtp, scheme, framework="verl",
-           bucket=512 * MIB, transport="rdma", colocated=False, switch=False):
+           bucket=512 * MIB, transport="rdma", colocated=False, switch=False, ep=1):
     from rlsim.config.hardware import lookup_gpu
     from rlsim.cost.inference import InferenceCost
     from rlsim.cost.profile import builtin_profile
-    from rlsim.cost.training import TrainCost
+    from rlsim.cost.training import TrainBatching, TrainCost
     from rlsim.cost.weightsync import layout_sync_cost
 
     m, g, eg = lookup_model(model), lookup_gpu(tgpu), lookup_gpu(egpu)
     prof, eprof = builtin_profile(g), builtin_profile(eg)
-    train = TrainCost(m, g, gpus, tp, pp, cp, prof)
+    train = TrainCost(m, g, gpus, tp, pp, cp, prof, batching=TrainBatching(ep=ep))
     engine = InferenceCost(m, eg, rtp, eprof)
     cost = layout_sync_cost(train, engine, m.params * 2, scheme, bucket, framework=framework,
-                            store_transport=transport)
+                            store_transport=transport, colocated=colocated)
     # the link: one engine GPU's NVLink port when colocated, else its network port
     link = (eg.nvlink_bandwidth / 2 * eprof.allreduce_bus_efficiency if colocated
             else min(eg.network_bandwidth, g.network_bandwidth) * eprof.network_efficiency)

@@ -19,9 +19,9 @@ NAMES = ("budget40-sync", "budget40-async-8t32i", "budget40-async-16t24i",
          "budget40-async-24t16i", "budget40-async-32t8i")
 # rlsim's step (s) on the committed scenarios, 2026-12-01 (reports/rollflash.md): a band of
 # +-20% around it catches a regression; the cost models under them were still moving.
-GOLDEN_STEP_S = {"budget40-sync": 1185.0, "budget40-async-8t32i": 863.0,
-                 "budget40-async-16t24i": 1187.0, "budget40-async-24t16i": 1900.0,
-                 "budget40-async-32t8i": 3603.0}
+GOLDEN_STEP_S = {"budget40-sync": 1290.0, "budget40-async-8t32i": 1403.0,
+                 "budget40-async-16t24i": 1146.0, "budget40-async-24t16i": 1845.0,
+                 "budget40-async-32t8i": 3607.0}
 # Fields whose value must carry a source comment ([P-RF ...], [C ...], [T], [D] or 'silent').
 SOURCED = ("model:", "gpu:", "nodes:", "tp:", "recompute:", "max_token_len_per_gpu:",
            "prompts_per_step:", "samples_per_prompt:", "response_len:",

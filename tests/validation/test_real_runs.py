@@ -182,7 +182,19 @@ def test_nemo_rl_recipe_batching_lands_in_the_framework_fields(records) -> None:
     ws = s["weight_sync"]
     assert ws["scheme"] == "bucketed"
     assert ws["bucket_size"] == int(0.02 * 85520809984)
+    assert ws["framework"] == "nemo_rl"          # Megatron-Bridge full export on every rank
     assert not any("optimizer steps" in d for d in t.dropped)
+
+
+def test_nemo_rl_colocated_refit_is_the_nemo_rl_framework_with_its_measured_buffer(
+        records) -> None:
+    s = translate(records["nemorl-v0.6-deepseekv3-grpo-on-256xH100"]).scenario
+    assert s is not None
+    Scenario.model_validate(s)
+    # CUDA IPC to the engine on the rank's own GPU, buffers of 0.3 x free memory / 2: the
+    # one measured figure, DeepSeek-V3 on H100, 1.65 GiB (nemo_rl/models/policy/utils.py)
+    assert s["weight_sync"] == {"scheme": "bucketed", "framework": "nemo_rl",
+                                "bucket_size": int(1.65 * 2**30), "engine_sleep_level": 1}
 
 
 def test_a_record_without_phases_gets_no_remainder_and_one_with_gets_it() -> None:

@@ -1,0 +1,148 @@
+"""The per-kernel trainer against published pre-training throughput (no RL in the loop).
+
+Each `Published` row is one measured pre-training configuration from a public benchmark
+table (model, GPUs, layout, batch, sequence length, recompute, BF16) with its measured step
+time; `check()` builds the `TrainCost` that layout describes, prices one optimizer step over
+the same batch and returns rlsim's step time next to the published one. Nothing here is
+fitted: the trainer's constants are cited kernel properties (docs/cost-model.md section 3);
+these rows only validate them (docs/validation.md, "Trainer against published throughput").
+
+Run: `python -m calibration.training_check` (prints the markdown table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rlsim.config.hardware import ModelSpec, lookup_gpu, lookup_model
+from rlsim.cost.backends import lookup_backend
+from rlsim.cost.profile import builtin_profile
+from rlsim.cost.training import Recompute, TrainBatching, TrainCost
+
+# GPT-3 175B as NeMo Megatron trains it (Brown et al. 2020, Table 2.1: 96 layers, d_model
+# 12288, 96 heads; MLP 4 x d_model, not gated; NeMo's 51,200-token vocabulary).
+GPT3_175B = ModelSpec(name="gpt3-175b", layers=96, hidden=12288, heads=96, kv_heads=96,
+                      ffn=4 * 12288, vocab=51200, gated_mlp=False)
+
+_DGXC = "https://github.com/NVIDIA/dgxc-benchmarking/blob/main/"
+_TITAN = ("https://github.com/pytorch/torchtitan/blob/main/benchmarks/"
+          "llama3_h100_202412_torchtitan.md")
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """One published pre-training measurement: the layout, the batch and the step time."""
+
+    label: str
+    model: ModelSpec
+    gpu: str
+    backend: str
+    gpus: int
+    tp: int
+    pp: int
+    cp: int
+    global_batch: int  # sequences per optimizer step
+    micro_batch: int  # sequences per micro-batch (per model replica)
+    seq_tokens: int
+    recompute: Recompute
+    step_s: float  # measured seconds per optimizer step
+    source: str
+    note: str = ""
+    # The source's own statement of its GPUs' HBM bandwidth when it differs from the
+    # catalogue GPU's (torchtitan's Grand Teton H100s: HBM2e, 2.4 TB/s); None: catalogue.
+    hbm_bandwidth: float | None = None
+    # True: the run fuses the memory-bound kernels (torch.compile) where the backend
+    # otherwise runs them eager: priced with fused kernels.
+    fused: bool = False
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.global_batch * self.seq_tokens / self.step_s / self.gpus
+
+
+PUBLISHED: tuple[Published, ...] = (
+    Published("Llama-3.1-8B NeMo 24.09", lookup_model("llama-3.1-8b"), "H100", "megatron",
+              gpus=8, tp=1, pp=1, cp=2, global_batch=128, micro_batch=1, seq_tokens=8192,
+              recompute="none", step_s=12.91, source=_DGXC + "llama3.1/README_8b.md",
+              note="BF16 table, 8x H100"),
+    Published("Llama-3.1-70B NeMo 24.09", lookup_model("llama-3.1-70b"), "H100", "megatron",
+              gpus=64, tp=4, pp=4, cp=2, global_batch=128, micro_batch=1, seq_tokens=8192,
+              recompute="none", step_s=14.72, source=_DGXC + "llama3.1/README_70b.md",
+              note="BF16 table, 64x H100; VP=5 (rlsim: plain 1F1B)"),
+    Published("GPT-3 175B NeMo Megatron", GPT3_175B, "H100", "megatron",
+              gpus=128, tp=4, pp=8, cp=1, global_batch=256, micro_batch=1, seq_tokens=2048,
+              recompute="none", step_s=8.309, source=_DGXC + "nemo_megatron/README_175b.md",
+              note="BF16 table, 128x H100; VP=12 (rlsim: plain 1F1B)"),
+    Published("Llama-3.1-8B torchtitan FSDP", lookup_model("llama-3.1-8b"), "H100", "fsdp2",
+              gpus=8, tp=1, pp=1, cp=1, global_batch=16, micro_batch=2, seq_tokens=8192,
+              recompute="selective", step_s=2 * 8192 / 5762, source=_TITAN,
+              note="Table 1, FSDP eager: 5,762 tokens/s/GPU; 500 W H100, HBM2e 2.4 TB/s",
+              hbm_bandwidth=2.4e12),
+    Published("Llama-3.1-8B torchtitan FSDP + compile", lookup_model("llama-3.1-8b"), "H100",
+              "fsdp2", gpus=8, tp=1, pp=1, cp=1, global_batch=16, micro_batch=2,
+              seq_tokens=8192, recompute="selective", step_s=2 * 8192 / 6667, source=_TITAN,
+              note="Table 1, FSDP + torch.compile: 6,667 tokens/s/GPU", hbm_bandwidth=2.4e12,
+              fused=True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    published: Published
+    rlsim_step_s: float
+    compute_s: float
+    comm_s: float
+    bubble_s: float
+    other_s: float
+
+    @property
+    def ratio(self) -> float:
+        """rlsim step time over the measured one (< 1: rlsim too fast)."""
+        return self.rlsim_step_s / self.published.step_s
+
+
+def train_cost(p: Published) -> TrainCost:
+    """The TrainCost of a published layout: fixed micro-batches of `micro_batch` sequences."""
+    gpu = lookup_gpu(p.gpu)
+    profile = builtin_profile(gpu)  # the catalogue GPU's constants, before any override
+    if p.hbm_bandwidth is not None:
+        gpu = gpu.model_copy(update={"hbm_bandwidth": p.hbm_bandwidth})
+    backend = lookup_backend(p.backend)
+    if p.fused:
+        backend = replace(backend, elementwise_traffic=None)
+    batching = TrainBatching(recompute=p.recompute, micro_batch_size=p.micro_batch)
+    return TrainCost(p.model, gpu, p.gpus, p.tp, p.pp, p.cp, profile,
+                     recompute_activations=p.recompute != "none",
+                     micro_batch_tokens=p.micro_batch * p.seq_tokens, seq_tokens=p.seq_tokens,
+                     backend=backend, batching=batching)
+
+
+def check(p: Published) -> CheckRow:
+    """rlsim's step time for one published configuration (one optimizer step)."""
+    cost = train_cost(p)
+    step = cost.train_step(p.global_batch * p.seq_tokens,
+                           lengths=[p.seq_tokens] * p.global_batch)
+    other = step.optimizer_s + step.overhead_s + step.offload_s
+    return CheckRow(p, step.total_s, step.compute_s, step.comm_s, step.bubble_s, other)
+
+
+def table(rows: list[CheckRow]) -> str:
+    lines = ["| configuration | layout | published s/step | rlsim s/step | rlsim/published "
+             "| compute / comm / bubble / other s |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        p = r.published
+        lines.append(
+            f"| [{p.label}]({p.source}) | {p.gpus} GPU tp{p.tp} pp{p.pp} cp{p.cp}, GBS "
+            f"{p.global_batch} x {p.seq_tokens}, mbs {p.micro_batch}, recompute "
+            f"{p.recompute} | {p.step_s:.2f} | {r.rlsim_step_s:.2f} | {r.ratio:.2f} | "
+            f"{r.compute_s:.2f} / {r.comm_s:.2f} / {r.bubble_s:.2f} / {r.other_s:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    print(table([check(p) for p in PUBLISHED]))
+
+
+if __name__ == "__main__":
+    main()
