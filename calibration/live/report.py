@@ -101,8 +101,9 @@ def markdown(v: Validation, wall_s: float) -> str:
         f"{cfg.samples_per_prompt} samples; engine cap {cfg.max_running} running sequences, "
         f"{cfg.max_response_len} tokens per turn, up to {cfg.max_turns} turns",
         f"- tasks: count through the alphabet / copy a string (single turn) and sandbox lookups "
-        f"with real `cat` commands (multi-turn), exact-match reward on {cfg.reward_workers} "
-        f"worker processes, {cfg.env_workers} environment worker processes",
+        f"(multi-turn: `$cat NAME` reads the file in an environment worker process), "
+        f"exact-match reward on {cfg.reward_workers} worker processes, {cfg.env_workers} "
+        f"environment worker processes",
         f"- two processes (controller+trainer, rollout engine), {cfg.threads} torch thread "
         f"each; repeats per mode: {p.repeats}; {v.placement}",
         f"- profile: `{v.profile_path}`, calibrated just before the runs in "
