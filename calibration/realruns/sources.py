@@ -214,25 +214,6 @@ NEMO_RL_RECIPES: dict[str, dict[str, Cited]] = {
         "gpn": Cited(8, "grpo-deepseek-v3-32n8g.yaml:65"),
         "nodes": Cited(32, "grpo-deepseek-v3-32n8g.yaml:66"),
     },
-    "grpo-deepseek-v3-64n8g.yaml": {
-        "prompts": Cited(32, "grpo-deepseek-v3-32n8g.yaml:3"),
-        "generations": Cited(16, "grpo-deepseek-v3-32n8g.yaml:4"),
-        "max_total": Cited(1536, "grpo-deepseek-v3-32n8g.yaml:17"),
-        "train_tp": Cited(1, "grpo_math_1B.yaml:216"),
-        "train_pp": Cited(16, "grpo-deepseek-v3-32n8g.yaml:26"),
-        "train_cp": Cited(1, "grpo_math_1B.yaml:222"),
-        "train_ep": Cited(32, "grpo-deepseek-v3-64n8g.yaml:10"),
-        "recompute": Cited(True, "grpo-deepseek-v3-32n8g.yaml:28"),
-        "rollout_tp": Cited(32, "grpo-deepseek-v3-32n8g.yaml:48"),
-        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
-        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
-        "async": Cited(False, "grpo_math_1B.yaml:57"),
-        "age": Cited(1, "grpo_math_1B.yaml:59"),
-        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
-        "force_on_policy": Cited(True, "grpo-deepseek-v3-32n8g.yaml:10"),
-        "gpn": Cited(8, "grpo-deepseek-v3-32n8g.yaml:65"),
-        "nodes": Cited(64, "grpo-deepseek-v3-64n8g.yaml:12"),
-    },
     "grpo-qwen3-235b-16n8g.yaml": {
         "prompts": Cited(16, "grpo-qwen3-235b-16n8g.yaml:3"),
         "generations": Cited(32, "grpo-qwen3-235b-16n8g.yaml:4"),
@@ -252,25 +233,16 @@ NEMO_RL_RECIPES: dict[str, dict[str, Cited]] = {
         "gpn": Cited(8, "grpo-qwen3-235b-16n8g.yaml:64"),
         "nodes": Cited(16, "grpo-qwen3-235b-16n8g.yaml:65"),
     },
-    "grpo-qwen3-235b-32n8g.yaml": {
-        "prompts": Cited(16, "grpo-qwen3-235b-16n8g.yaml:3"),
-        "generations": Cited(32, "grpo-qwen3-235b-16n8g.yaml:4"),
-        "max_total": Cited(8192, "grpo-qwen3-235b-16n8g.yaml:19"),
-        "train_tp": Cited(2, "grpo-qwen3-235b-16n8g.yaml:28"),
-        "train_pp": Cited(8, "grpo-qwen3-235b-16n8g.yaml:30"),
-        "train_cp": Cited(2, "grpo-qwen3-235b-16n8g.yaml:31"),
-        "train_ep": Cited(16, "grpo-qwen3-235b-16n8g.yaml:32"),
-        "recompute": Cited(True, "grpo-qwen3-235b-16n8g.yaml:33"),
-        "rollout_tp": Cited(16, "grpo-qwen3-235b-16n8g.yaml:50"),
-        "gpu_mem": Cited(0.6, "grpo_math_1B.yaml:419"),
-        "colocated": Cited(True, "grpo_math_1B.yaml:439"),
-        "async": Cited(False, "grpo_math_1B.yaml:57"),
-        "age": Cited(1, "grpo_math_1B.yaml:59"),
-        "kl": Cited(0.01, "grpo_math_1B.yaml:80"),
-        "force_on_policy": Cited(True, "grpo-qwen3-235b-16n8g.yaml:10"),
-        "gpn": Cited(8, "grpo-qwen3-235b-16n8g.yaml:64"),
-        "nodes": Cited(32, "grpo-qwen3-235b-32n8g.yaml:9"),
-    },
+}
+# Recipes that inherit another (their `defaults:`) and override a few keys.
+NEMO_RL_RECIPES["grpo-deepseek-v3-64n8g.yaml"] = {
+    **NEMO_RL_RECIPES["grpo-deepseek-v3-32n8g.yaml"],
+    "train_ep": Cited(32, "grpo-deepseek-v3-64n8g.yaml:10"),
+    "nodes": Cited(64, "grpo-deepseek-v3-64n8g.yaml:12"),
+}
+NEMO_RL_RECIPES["grpo-qwen3-235b-32n8g.yaml"] = {
+    **NEMO_RL_RECIPES["grpo-qwen3-235b-16n8g.yaml"],
+    "nodes": Cited(32, "grpo-qwen3-235b-32n8g.yaml:9"),
 }
 
 # veRL's one-step-off-policy launch scripts (verl/experimental/one_step_off_policy/shell/),
