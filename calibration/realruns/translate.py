@@ -263,11 +263,7 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
                               ("grad_offload", "grad_offload")):
             if k in v:
                 train[field_name] = b.take(f"train.{field_name}", v[k], VERL)
-        if key[0] == "megatron":
-            b.t.dropped.append("use_remove_padding (Megatron THD: fixed micro-batches "
-                               "unpadded; rlsim pads them, _generated_ppo_megatron_trainer."
-                               "yaml:57)")
-        else:
+        if key[0] != "megatron":  # Megatron's THD packing is the backend's own behaviour
             b.t.dropped.append("fsdp_size=2 (HSDP shard groups of 2 GPUs)")
     elif rec.train_backend:
         b.t.dropped.append(f"train_backend={rec.train_backend} (no config mapped)")

@@ -243,8 +243,9 @@ class TrainConfig(Frozen):
         "actor_rollout_ref.actor.ppo_epochs).")
     micro_batch_size_per_gpu: int | None = Field(
         default=None, gt=0,
-        description="Samples per micro-batch of one model replica, each padded to the "
-        "micro-batch's longest (veRL ppo_micro_batch_size_per_gpu); None: dynamic batching "
+        description="Samples per micro-batch of one model replica (veRL "
+        "ppo_micro_batch_size_per_gpu): fsdp pads each to the micro-batch's longest, "
+        "megatron packs them unpadded (THD, aligned to tp x 2cp); None: dynamic batching "
         "(veRL use_dynamic_bsz) up to max_token_len_per_gpu.")
     max_token_len_per_gpu: int | None = Field(
         default=None, gt=0,
@@ -252,8 +253,8 @@ class TrainConfig(Frozen):
         "micro-batch holds cp times this. None: micro_batch_tokens per micro-batch.")
     log_prob_micro_batch_size_per_gpu: int | None = Field(
         default=None, gt=0,
-        description="Padded micro-batch of the log-prob passes (veRL "
-        "log_prob_micro_batch_size_per_gpu); None: as training unless "
+        description="Samples per micro-batch of the log-prob passes, padded or packed as "
+        "in training (veRL log_prob_micro_batch_size_per_gpu); None: as training unless "
         "log_prob_max_token_len_per_gpu is set.")
     log_prob_max_token_len_per_gpu: int | None = Field(
         default=None, gt=0,
@@ -518,9 +519,10 @@ class ControllerConfig(Frozen):
         description="Driver time per worker in a call (one actor call each; veRL: one "
         "worker per GPU). Ray microbenchmark 1_n_actor_calls_async: 8,038 calls/s (0.12 ms).")
     bandwidth: BytesPerSecond = Field(
-        default=19.856e9, gt=0,
+        default=20.82e9, gt=0,
         description="Rate at which the driver moves the batch's bytes into and out of "
-        "Ray's object store. Ray microbenchmark single_client_put_gigabytes: 19.86 GB/s; "
+        "Ray's object store. Ray microbenchmark single_client_put_gigabytes: 19.86 of "
+        "Ray's 'GB' (it counts 838,860,800 B as 0.8 GB: 1.048576e9 B each), 20.82e9 B/s; "
         "set the driver node's NIC rate when it is lower, e.g. '100 Gb/s'.")
     advantage_per_element: Seconds = Field(
         default=1.0e-8, ge=0,

@@ -226,8 +226,9 @@ class TrainBackend:
         return self.param_bytes + self.grad_bytes + self.optimizer_bytes
 
 
-# MoE router imbalance: order-of-magnitude default, the same for every backend (it belongs
-# to the model's routing, not the framework); docs/cost-model.md section 3 gives the sources.
+# MoE router imbalance (busiest EP rank over the mean, only with ep > 1): the low end of the
+# 1.30-4.01 UltraEP measured without balancing, as for the engine; the same for every
+# backend (it belongs to the model's routing); docs/cost-model.md section 3.
 _ROUTER_IMBALANCE = 1.3
 
 MEGATRON = TrainBackend(

@@ -116,8 +116,9 @@ class TrainBatching:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be >= 1, got {v}")
-        if self.ppo_epochs < 1 or self.ep < 1:
-            raise ValueError("ppo_epochs and ep must be >= 1")
+        for name in ("ppo_epochs", "ep"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
 
@@ -268,7 +269,7 @@ class TrainCost:
     def _attention_fwd_flops_per_token(self, seq_tokens: float) -> float:
         # Causal attention: a token attends to seq/2 earlier tokens on average; QK^T and PV
         # are 2 FLOPs per multiply-add each.
-        return 4.0 * self.model.layers * self.model.q_dim * seq_tokens / 2.0
+        return self._pair_flops * self.model.layers * seq_tokens / 2.0
 
     def _fwd_flops(self, tokens: int, seq_tokens: float) -> float:
         return tokens * (
@@ -368,9 +369,27 @@ class TrainCost:
         return (self._params_per_gpu() * (b.param_bytes + b.grad_bytes)
                 + self.model.params / self.gpus * b.optimizer_bytes)
 
+    def resident_state_bytes_per_gpu(self) -> float:
+        """The part of this GPU's trainer state that stays on the GPU between passes: all of
+        it, less the parts the offload flags (param_offload / grad_offload /
+        optimizer_offload) already keep in host memory and move around each pass
+        (`pass_offload_s`), so a colocated switch does not move them a second time."""
+        b, bt = self.backend, self.batching
+        state = self.state_bytes_per_gpu()
+        if b is None:
+            return state
+        if bt.param_offload:
+            state -= self._params_per_gpu() * b.param_bytes
+        if bt.grad_offload:
+            state -= self._params_per_gpu() * b.grad_bytes
+        if bt.optimizer_offload:
+            state -= self.model.params / self.gpus * b.optimizer_bytes
+        return max(state, 0.0)
+
     def offload_s(self) -> float:
-        """Move this GPU's trainer state to host memory over PCIe."""
-        return self.state_bytes_per_gpu() / (
+        """Move this GPU's resident trainer state to host memory over PCIe (a colocated
+        switch to rollout)."""
+        return self.resident_state_bytes_per_gpu() / (
             self.gpu.pcie_bandwidth * self.profile.pcie_efficiency
         )
 
@@ -408,6 +427,25 @@ class TrainCost:
         n = max(1, round(tokens / max(seq, 1.0)))
         base, extra = divmod(tokens, n)
         return [base + (1 if i < extra else 0) for i in range(n)]
+
+    @property
+    def _pair_flops(self) -> float:
+        """Forward FLOPs of one (query, key) pair in one layer: QK^T over the query/key head
+        width and PV over the value width, 2 FLOPs per multiply-add: 4 q_dim; MLA (expanded
+        for training): 2 heads (qk_head_dim + v_head_dim)."""
+        mo = self.model
+        if mo.mla is not None:
+            return 2.0 * mo.heads * (mo.mla.qk_head_dim + mo.mla.v_head_dim)
+        return 4.0 * mo.q_dim
+
+    @property
+    def _kv_width(self) -> int:
+        """Elements of one token's K and V in one layer (what ring attention passes):
+        2 kv_dim; MLA expanded: heads (qk_head_dim + v_head_dim)."""
+        mo = self.model
+        if mo.mla is not None:
+            return mo.heads * (mo.mla.qk_head_dim + mo.mla.v_head_dim)
+        return 2 * mo.kv_dim
 
     @property
     def stage_fraction(self) -> float:
@@ -482,7 +520,9 @@ class TrainCost:
             total += mo.layers * dense_mlp
         else:
             moe_layers = mo.moe_layers
-            imb = self.backend.router_imbalance if self.backend is not None else 1.0
+            # One EP rank holds every expert: its expert work is exactly m*k, no busiest rank.
+            imb = (self.backend.router_imbalance
+                   if self.backend is not None and self.ep > 1 else 1.0)
             local_experts = moe.experts // self.ep
             # Megatron-Core MoE with parallel folding and expert TP 1 (NeMo-RL's
             # expert_tensor_parallel_size: 1, grpo_math_1B.yaml:217): with TP, sequence
@@ -495,7 +535,7 @@ class TrainCost:
             experts = one(t_e, up * fe, h, local_experts) + one(t_e, h, fe, local_experts)
             fs = moe.shared_ffn
             shared = moe.shared_experts * (one(m, up * fs // tp, h) + one(m, h, fs // tp))
-            router = one(m, moe.experts, h)
+            router = one(m_router, moe.experts, h)  # after sequence parallelism: m/tp rows
             total += (mo.layers - moe_layers) * dense_mlp + moe_layers * (
                 experts + shared + router)
         self._gemm_memo[key] = total
@@ -530,7 +570,9 @@ class TrainCost:
             head = e(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden, backward))
             total = mo.layers * per_layer + head
         else:
-            per_layer = (2 * e(4.0 * m * mo.hidden * d)
+            # Sequence parallelism (Megatron with TP: veRL's megatron.sequence_parallel and
+            # the RollPacker artifact set it) shards the two add+RMSNorms over TP.
+            per_layer = (2 * e(4.0 * m * mo.hidden * d / tp)
                          + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
                          + e(3.0 * m * act_ffn / tp * d))
             total = mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
@@ -544,7 +586,7 @@ class TrainCost:
         pair per layer at `attention_flops_efficiency`, 2.5x that backward at the backend's
         `attention_bwd_flops_efficiency` when it sets one."""
         mo = self.model
-        flops = 4.0 * mo.q_dim / self.tp * pairs_per_gpu * mo.layers
+        flops = self._pair_flops / self.tp * pairs_per_gpu * mo.layers
         eff = self.profile.attention_flops_efficiency
         if backward:
             flops *= _ATTENTION_BWD_FACTOR
@@ -602,7 +644,7 @@ class TrainCost:
         if self.backend.sequence_parallel == "ulysses":
             size = m * (2 * mo.q_dim + 2 * mo.kv_dim) / self.tp * d * (cp - 1) / cp
             return mo.layers * (2 * lat + size / bw)
-        kv = m * 2 * mo.kv_dim / self.tp * d
+        kv = m * self._kv_width / self.tp * d
         ring = mo.layers * (cp - 1) * (lat + kv / bw) * (2.0 if backward else 1.0)
         return max(0.0, ring - attention_s)
 

@@ -171,7 +171,7 @@ def bytes_per_engine_rank(weight_bytes: float, rollout_tp: int, resharded: bool)
     return weight_bytes / rollout_tp if resharded else weight_bytes
 
 
-def gather_bytes_per_rank(weight_bytes: float, shards: int) -> float:
+def gather_bytes_per_rank(weight_bytes: float, shards: float) -> float:
     """Bytes a sending rank receives to rebuild every full tensor from `shards` shards
     (all-gather: (s - 1) / s of the whole)."""
     if shards < 1:
@@ -280,7 +280,7 @@ class SyncCost:
 
 
 def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: int,
-              train_shards: int, gather_bandwidth_bytes_per_s: float,
+              train_shards: float, gather_bandwidth_bytes_per_s: float,
               collective_latency_s: float, bucket_bytes: float = 512 * 2**20,
               delta_fraction: float | None = None, pcie_bytes_per_s: float | None = None,
               network_bytes_per_s: float | None = None,
@@ -416,6 +416,27 @@ def framework_constants(framework: str) -> SyncConstants:
     return FRAMEWORK_CONSTANTS[framework]
 
 
+def _gather_layout(train: TrainCost, weight_bytes: float) -> tuple[float, int]:
+    """(shards, span): the training layout's shards of the weights as one effective count
+    for `gather_bytes_per_rank` ((s-1)/s of the weights gathered by one rank), and how many
+    consecutive GPUs the gather spans. FSDP / FSDP2 shard every tensor over all the trainer's
+    GPUs; Megatron shards dense weights over tp * pp and, with MoE parallel folding (expert
+    TP 1), routed experts over pp * ep."""
+    backend = train.backend
+    if backend is not None and backend.shard_params_over_dp:
+        return float(train.gpus), train.gpus
+    dense_shards = train.tp * train.pp
+    moe = train.model.moe
+    if moe is None or train.ep <= 1 or weight_bytes <= 0:
+        return float(dense_shards), dense_shards
+    expert_share = (train.model.moe_layers * moe.experts * train.model.expert_params
+                    / train.model.params)
+    expert_shards = train.pp * train.ep
+    gathered = weight_bytes * ((1 - expert_share) * (dense_shards - 1) / dense_shards
+                               + expert_share * (expert_shards - 1) / expert_shards)
+    return weight_bytes / max(weight_bytes - gathered, 1e-9), max(dense_shards, expert_shards)
+
+
 def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: float,
                      scheme: str, bucket_bytes: float = 512 * 2**20,
                      delta_fraction: float | None = None,
@@ -431,8 +452,8 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
     if constants is None:
         constants = framework_constants(framework)
     tprof, tgpu = train.profile, train.gpu
-    shards = train.tp * train.pp
-    if shards <= tgpu.gpus_per_node:
+    shards, span = _gather_layout(train, weight_bytes)
+    if span <= tgpu.gpus_per_node:
         gather_bw = nvlink_one_way_bytes_per_s(tgpu.nvlink_bandwidth) \
             * tprof.allreduce_bus_efficiency
     else:

@@ -133,6 +133,15 @@ def _engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profi
     return cost, kv
 
 
+def _train_field(message: str) -> str:
+    """The `train` field a TrainCost error is about, from the knob it names first
+    (`ep=4 must divide ...` -> `train.ep`); `train` when it names none."""
+    for knob in ("ep", "pp", "cp", "tp", "gpus", "backend"):
+        if message.startswith((f"{knob}=", f"{knob} ")):
+            return f"train.{knob}"
+    return "train"
+
+
 def _node_gpu(pool: PoolConfig) -> GpuSpec:
     """The pool's GPU with the pool's node size: the NVLink domain an engine's collectives
     stay inside before they cross the network."""
@@ -189,9 +198,9 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     t = scenario.train
     tprofile = profiles[tpool.name]
     try:  # the scenario's backend and batching, or its whole-step MFU (train.mfu)
-        train_cost = TrainCost.from_config(model, tpool.gpu_spec, place.train_gpus, t, tprofile)
+        train_cost = TrainCost.from_config(model, _node_gpu(tpool), place.train_gpus, t, tprofile)
     except ValueError as e:
-        raise ScenarioError("train", str(e)) from None
+        raise ScenarioError(_train_field(str(e)), str(e)) from None
     state = train_cost.state_bytes_per_gpu()
     if state > tpool.gpu_spec.hbm:
         raise ScenarioError(

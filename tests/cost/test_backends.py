@@ -469,3 +469,41 @@ def test_log_prob_pad_to_prices_every_sample_at_the_padded_length() -> None:
         full.train_step(sum(lengths), lengths=lengths).total_s, rel=1e-12)
     with pytest.raises(ValueError, match="log_prob_pad_to must be >= 1"):
         TrainBatching(log_prob_pad_to=0)
+
+
+def test_a_colocated_switch_does_not_move_what_the_offload_flags_already_move() -> None:
+    """The switch offloads and reloads only the state the offload flags leave on the GPU;
+    with every flag on, the passes move it all and the switch moves nothing."""
+    base = cost(gpus=8, tp=2)
+    full = base.state_bytes_per_gpu()
+    assert base.resident_state_bytes_per_gpu() == pytest.approx(full, rel=1e-12)
+    opt = cost(gpus=8, tp=2, optimizer_offload=True)
+    assert opt.resident_state_bytes_per_gpu() == pytest.approx(
+        full - QWEN7.params / 8 * MEGATRON.optimizer_bytes, rel=1e-12)
+    everything = cost(gpus=8, tp=2, param_offload=True, grad_offload=True,
+                      optimizer_offload=True)
+    assert everything.resident_state_bytes_per_gpu() == pytest.approx(0.0, abs=1e-3)
+    assert everything.offload_s() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_trainer_layout_errors_name_their_field(tmp_path) -> None:
+    """A trainer layout rlsim refuses names the `train` knob to change."""
+    import simpy
+    import yaml
+
+    from rlsim.config.errors import ScenarioError
+    from rlsim.config.loading import load_scenario
+    from rlsim.entities.cluster import build_cluster
+    from rlsim.trace import Recorder
+
+    data = {"name": "t", "model": "qwen3-30b-a3b", "steps": 1,
+            "pools": [{"name": "c", "gpu": "H100", "nodes": 2}],
+            "rollout": {"pool": "c", "tp": 2}, "train": {"pool": "c", "tp": 2, "ep": 64},
+            "workload": {"prompts_per_step": 2, "samples_per_prompt": 2,
+                         "max_prompt_len": 64, "max_response_len": 64,
+                         "response_len": {"dist": "lognormal", "median": 32, "sigma": 0.5}}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    scenario, _ = load_scenario(path)
+    with pytest.raises(ScenarioError, match=r"train\.ep"):
+        build_cluster(scenario, simpy.Environment(), Recorder())

@@ -64,7 +64,8 @@ def test_defaults_are_the_cited_measurements():
     assert c.enabled
     assert 1 / c.call_latency == pytest.approx(2011.9, rel=1e-4)  # Ray 1_1_actor_calls_sync
     assert 1 / c.per_worker_call == pytest.approx(8038.2, rel=1e-4)  # 1_n_actor_calls_async
-    assert c.bandwidth == pytest.approx(19.86e9, rel=1e-3)  # single_client_put_gigabytes
+    # single_client_put_gigabytes 19.86 in Ray's unit of 1.048576e9 B
+    assert c.bandwidth == pytest.approx(19.86 * 1.048576e9, rel=1e-3)
 
 
 def test_advantage_constant_is_the_calibration_record():

@@ -396,3 +396,30 @@ def test_measured_sync_check_table(row):
     if role == "cal":
         assert got == pytest.approx(measured, rel=0.01)
     assert (abs(got / measured - 1) <= 0.25) is within
+
+
+def test_the_gather_covers_fsdp_and_expert_sharding() -> None:
+    """FSDP shards every tensor over all the trainer's GPUs, and Megatron's folded EP shards
+    routed experts over pp * ep: the sender gathers (s-1)/s of each part."""
+    from rlsim.config.hardware import lookup_gpu, lookup_model
+    from rlsim.cost.backends import FSDP, MEGATRON
+    from rlsim.cost.profile import builtin_profile
+    from rlsim.cost.training import TrainBatching, TrainCost
+    from rlsim.cost.weightsync import _gather_layout
+
+    gpu = lookup_gpu("H100")
+    prof = builtin_profile(gpu)
+    dense = lookup_model("qwen2.5-7b")
+    w = 15e9
+    fsdp = TrainCost(dense, gpu, 16, 1, 1, 1, prof, backend=FSDP)
+    assert _gather_layout(fsdp, w) == (16.0, 16)
+    meg = TrainCost(dense, gpu, 16, 2, 1, 1, prof, backend=MEGATRON)
+    assert _gather_layout(meg, w) == (2.0, 2)
+    moe = lookup_model("qwen3-30b-a3b")
+    assert moe.moe is not None
+    ep8 = TrainCost(moe, gpu, 8, 1, 1, 1, prof, backend=MEGATRON,
+                    batching=TrainBatching(ep=8))
+    shards, span = _gather_layout(ep8, w)
+    share = moe.moe_layers * moe.moe.experts * moe.expert_params / moe.params
+    assert w * (shards - 1) / shards == pytest.approx(w * share * 7 / 8, rel=1e-9)
+    assert span == 8
