@@ -286,13 +286,16 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
               network_bytes_per_s: float | None = None,
               constants: SyncConstants = DEFAULT_CONSTANTS,
               store_transport: str = "rdma", colocated: bool = False,
-              export_bytes_s: float | None = None) -> SyncCost:
+              export_bytes_s: float | None = None,
+              train_pcie_bytes_per_s: float | None = None) -> SyncCost:
     """The parts of one sync of `weight_bytes` (the model's weights in the sync dtype).
 
     `train_shards`: shards of each tensor in the training layout (tp * pp);
     `gather_bandwidth_bytes_per_s`: one rank's all-gather bandwidth in that group;
     `collective_latency_s`: fixed cost of one collective (one per tensor gathered);
-    `pcie_bytes_per_s`, `network_bytes_per_s`: host_store's stage rates (effective);
+    `pcie_bytes_per_s`, `network_bytes_per_s`: host_store's stage rates (effective; the
+    engines' PCIe); `train_pcie_bytes_per_s`: the trainer GPUs' PCIe rate for host_store's
+    first stage (None: `pcie_bytes_per_s`, the same GPU type);
     `store_transport`: host_store's protocol, "rdma" or "tcp";
     `colocated`: trainer and engines share the GPUs (with `constants.colocated_ipc` no
     bytes cross a link); `export_bytes_s`: with `constants.full_export`, the seconds of the
@@ -359,7 +362,10 @@ def sync_cost(model: ModelSpec, weight_bytes: float, scheme: str, rollout_tp: in
     shard = per_bucket / rollout_tp
     network_s = (per_bucket / c.store_tcp_bytes_per_s if store_transport == "tcp"
                  else shard / network_bytes_per_s)
-    stages = (per_bucket / train_shards / pcie_bytes_per_s, network_s,
+    train_pcie = pcie_bytes_per_s if train_pcie_bytes_per_s is None else train_pcie_bytes_per_s
+    if train_pcie <= 0:
+        raise ValueError(f"train_pcie_bytes_per_s must be > 0, got {train_pcie}")
+    stages = (per_bucket / train_shards / train_pcie, network_s,
               shard / min(pcie_bytes_per_s, c.store_pull_bytes_per_s))
     return SyncCost(scheme, n_t, n_b, 0.0, gather_s, n_b * c.store_per_bucket_s, load_s,
                     pipeline_s(stages, n_b))
@@ -473,4 +479,5 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
         tprof.allreduce_latency_s, bucket_bytes, delta_fraction,
         egpu.pcie_bandwidth * eprof.pcie_efficiency,
         min(egpu.network_bandwidth, tgpu.network_bandwidth) * eprof.network_efficiency,
-        constants, store_transport, colocated, export_s)
+        constants, store_transport, colocated, export_s,
+        tgpu.pcie_bandwidth * tprof.pcie_efficiency)

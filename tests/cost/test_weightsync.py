@@ -423,3 +423,24 @@ def test_the_gather_covers_fsdp_and_expert_sharding() -> None:
     share = moe.moe_layers * moe.moe.experts * moe.expert_params / moe.params
     assert w * (shards - 1) / shards == pytest.approx(w * share * 7 / 8, rel=1e-9)
     assert span == 8
+
+
+def test_host_store_first_stage_runs_at_the_trainer_gpus_pcie() -> None:
+    """Trainer GPU -> host is the trainer's PCIe; host -> engine GPU the engine's: a faster
+    trainer link shortens only the first stage."""
+    from rlsim.config.hardware import lookup_model
+    from rlsim.cost.weightsync import sync_cost
+
+    model = lookup_model("qwen2.5-7b")
+    w = 15e9
+    args = (model, w, "host_store", 1, 4.0, 100e9, 1e-5)
+    same = sync_cost(*args, pcie_bytes_per_s=50e9, network_bytes_per_s=50e9)
+    fast = sync_cost(*args, pcie_bytes_per_s=50e9, network_bytes_per_s=50e9,
+                     train_pcie_bytes_per_s=200e9)
+    assert fast.fixed_total_s < same.fixed_total_s
+    assert sync_cost(*args, pcie_bytes_per_s=50e9, network_bytes_per_s=50e9,
+                     train_pcie_bytes_per_s=50e9).fixed_total_s == pytest.approx(
+        same.fixed_total_s)
+    with pytest.raises(ValueError, match="train_pcie_bytes_per_s"):
+        sync_cost(*args, pcie_bytes_per_s=50e9, network_bytes_per_s=50e9,
+                  train_pcie_bytes_per_s=0.0)
