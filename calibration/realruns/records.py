@@ -6,10 +6,11 @@ translate.py's job. A value the source did not state is None, never a default.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rlsim.workload.jsonl import json_record
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATH = ROOT / "tests" / "data" / "real-runs" / "runs.jsonl"
@@ -109,12 +110,7 @@ def load_records(path: Path = DEFAULT_PATH) -> list[RunRecord]:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{lineno}: not JSON ({err.msg})") from None
-            if not isinstance(raw, dict):
-                raise ValueError(f"{path}:{lineno}: a record should be a JSON object")
+            raw = json_record(line, f"{path}:{lineno}")
             records.append(parse_record(raw, f"{path.name}:{lineno}"))
     ids = [r.id for r in records]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

@@ -475,20 +475,23 @@ class TrainCost:
         return (self.model.params / self.gpus * self.profile.train_optimizer_bytes_per_param
                 ) / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency)
 
-    def _nvlink_bw(self) -> float:
+    def nvlink_bw(self) -> float:
+        """One rank's effective one-way NVLink bandwidth in a ring collective."""
         return nvlink_one_way_bytes_per_s(self.gpu.nvlink_bandwidth) * (
             self.profile.allreduce_bus_efficiency)
 
-    def _net_bw(self) -> float:
+    def network_bw(self) -> float:
+        """One rank's effective inter-node bandwidth."""
         return self.gpu.network_bandwidth * self.profile.network_efficiency
 
-    def _group_bw(self, span_gpus: int) -> float:
-        """One-direction bandwidth of a group whose ranks span `span_gpus` consecutive GPUs."""
-        return self._net_bw() if span_gpus > self.gpu.gpus_per_node else self._nvlink_bw()
+    def group_bw(self, span_gpus: int) -> float:
+        """One-direction bandwidth of a group whose ranks span `span_gpus` consecutive GPUs:
+        NVLink inside a node, the network once the group leaves it."""
+        return self.network_bw() if span_gpus > self.gpu.gpus_per_node else self.nvlink_bw()
 
     def _dp_bw(self) -> float:
         # Ranks of one DP group are tp*cp apart; the group leaves the node when its span does.
-        return self._group_bw(self.tp * self.cp * self.dp)
+        return self.group_bw(self.tp * self.cp * self.dp)
 
     def _gemms(self, m: int, backward: bool) -> float:
         """All GEMMs of the model on one GPU for `m` tokens: forward, or backward (dgrad
@@ -604,7 +607,7 @@ class TrainCost:
             return 0.0
         size = m * self.model.hidden * self.dtype_bytes
         return 2 * self.model.layers * ring_allreduce_s(
-            size, self.tp, self._nvlink_bw(), self.profile.allreduce_latency_s)
+            size, self.tp, self.nvlink_bw(), self.profile.allreduce_latency_s)
 
     def ep_alltoall_bytes(self, m: int) -> float:
         """Bytes one GPU sends in one all-to-all (dispatch or combine) of an MoE layer for
@@ -624,7 +627,7 @@ class TrainCost:
         if size <= 0:
             return 0.0
         imb = self.backend.router_imbalance if self.backend is not None else 1.0
-        bw = self._group_bw(self.ep)  # folded: the EP group is ep consecutive ranks
+        bw = self.group_bw(self.ep)  # folded: the EP group is ep consecutive ranks
         one = self.profile.allreduce_latency_s + size * imb / bw
         return 2 * self.model.moe_layers * one
 
@@ -639,7 +642,7 @@ class TrainCost:
         if cp <= 1 or m <= 0:
             return 0.0
         mo, d, lat = self.model, self.dtype_bytes, self.profile.allreduce_latency_s
-        bw = self._group_bw(self.tp * cp)
+        bw = self.group_bw(self.tp * cp)
         assert self.backend is not None
         if self.backend.sequence_parallel == "ulysses":
             size = m * (2 * mo.q_dim + 2 * mo.kv_dim) / self.tp * d * (cp - 1) / cp
@@ -705,7 +708,7 @@ class TrainCost:
         calls = self.model.layers * (3 if backward else 1)
         size = self.model.params * per_param
         return calls * self.profile.allreduce_latency_s + (self.gpus - 1) / self.gpus * (
-            size / self._group_bw(self.gpus))
+            size / self.group_bw(self.gpus))
 
     def _rank_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
                    max_tokens: int, recompute: Recompute, micro_batches: int) -> _Pass:

@@ -43,7 +43,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from rlsim.config.hardware import ModelSpec
-from rlsim.cost.network import nvlink_one_way_bytes_per_s
 
 if TYPE_CHECKING:
     from rlsim.cost.inference import InferenceCost
@@ -459,19 +458,12 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
         constants = framework_constants(framework)
     tprof, tgpu = train.profile, train.gpu
     shards, span = _gather_layout(train, weight_bytes)
-    if span <= tgpu.gpus_per_node:
-        gather_bw = nvlink_one_way_bytes_per_s(tgpu.nvlink_bandwidth) \
-            * tprof.allreduce_bus_efficiency
-    else:
-        gather_bw = tgpu.network_bandwidth * tprof.network_efficiency
+    gather_bw = train.group_bw(span)
     export_s = None
     if constants.full_export:
-        nvlink = nvlink_one_way_bytes_per_s(tgpu.nvlink_bandwidth) \
-            * tprof.allreduce_bus_efficiency
         export_s = full_export_gather_bytes_s(
             train.model, weight_bytes, train.tp, train.pp, train.ep, tgpu.gpus_per_node,
-            train.gpus > tgpu.gpus_per_node, nvlink,
-            tgpu.network_bandwidth * tprof.network_efficiency)
+            train.gpus > tgpu.gpus_per_node, train.nvlink_bw(), train.network_bw())
     eprof, egpu = engine.profile, engine.gpu
     return sync_cost(
         # An engine rank holds 1/(tp*pp) of the weights (a pipeline stage's TP slice).
