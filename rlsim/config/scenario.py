@@ -260,13 +260,34 @@ class TrainConfig(Frozen):
         default=None, gt=0,
         description="Dynamic token cap per GPU of the log-prob passes (veRL "
         "log_prob_max_token_len_per_gpu); None: as training.")
+    pad_to: int | None = Field(
+        default=None, gt=0,
+        description="Pad every sample of every pass (training and log-prob) to this many "
+        "tokens, so the pad tokens cost like real ones: ROLL's Megatron workers with "
+        "use_sequence_packing, dynamic batching and use_remove_padding off (their defaults) "
+        "run the batch as generated, padded to sequence_length (roll/utils/functionals.py "
+        "postprocess_generate; the agentic env managers' pad_to_length). None: samples keep "
+        "their own lengths.")
     log_prob_pad_to: int | None = Field(
         default=None, gt=0,
         description="Pad every sample of the log-prob passes to this many tokens before the "
         "forward, so the pad tokens cost like real ones: ROLL's reference / actor_infer "
         "workers with sequence packing and dynamic batching off (their defaults) pad to "
         "sequence_length (roll/utils/functionals.py postprocess_generate, pad_to_seq_len). "
-        "None: samples keep their own lengths.")
+        "None: as pad_to.")
+    ref_pad_to: int | None = Field(
+        default=None, gt=0,
+        description="Pad every sample of the reference pass alone to this many tokens "
+        "(overrides log_prob_pad_to for it): ROLL's reference worker without "
+        "use_remove_padding runs the batch padded to sequence_length = prompt_length + "
+        "response_length, while actor_train cuts its padding. None: as log_prob_pad_to.")
+    pad_to_multiple_of: int | None = Field(
+        default=None, gt=0,
+        description="Fixed micro-batches (micro_batch_size_per_gpu) pad every sample to the "
+        "micro-batch's longest rounded up to a multiple of this and of the TP/CP alignment: "
+        "ROLL's Megatron use_remove_padding cuts the padded batch to that length "
+        "(megatron_strategy.py _get_unpad_seqlen: 256 with cp 1, 2048 with cp > 1). None: "
+        "the backend's own batching (megatron packs, fsdp pads to the longest).")
     param_offload: bool = Field(
         default=False, description="Parameters live in host memory between passes: loaded "
         "before and offloaded after each pass over PCIe (veRL fsdp_config.param_offload, "
@@ -296,6 +317,9 @@ class TrainConfig(Frozen):
             if self.ep > 1:
                 raise ValueError(f"train.ep: backend {self.backend} has no expert "
                                  "parallelism; use backend megatron")
+        if self.pad_to_multiple_of is not None and self.micro_batch_size_per_gpu is None:
+            raise ValueError("train.pad_to_multiple_of: pads fixed micro-batches; set "
+                             "train.micro_batch_size_per_gpu too, or drop it")
         return self
 
 

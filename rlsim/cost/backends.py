@@ -331,16 +331,23 @@ def pack_dynamic(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 
 
 def pack_fixed(lengths: Sequence[int], micro_batch_size: int,
-               pad: bool = True) -> list[list[int]]:
+               pad: bool = True, multiple: int = 1) -> list[list[int]]:
     """Fixed micro-batches of `micro_batch_size` samples (veRL ppo_micro_batch_size_per_gpu),
     every sample padded to the longest of its micro-batch (`pad`), or kept at its own length
-    (packed: remove-padding / THD)."""
+    (packed: remove-padding / THD). `multiple` > 1 pads every sample to the micro-batch's
+    longest rounded up to a multiple of it (ROLL's Megatron `use_remove_padding`: the padded
+    batch cut to its longest, rounded up; implies `pad`)."""
     if micro_batch_size < 1:
         raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
+    if multiple < 1:
+        raise ValueError(f"multiple must be >= 1, got {multiple}")
     out = []
     for i in range(0, len(lengths), micro_batch_size):
         chunk = list(lengths[i:i + micro_batch_size])
-        out.append([max(chunk)] * len(chunk) if pad else chunk)
+        if multiple > 1:
+            out.append([pad_to_multiple(max(chunk), multiple)] * len(chunk))
+        else:
+            out.append([max(chunk)] * len(chunk) if pad else chunk)
     return out
 
 

@@ -104,7 +104,12 @@ class TrainBatching:
     max_tokens: int | None = None  # dynamic batching's cap; None: TrainCost.micro_batch_tokens
     log_prob_micro_batch_size: int | None = None  # None: as training
     log_prob_max_tokens: int | None = None  # None: as training
-    log_prob_pad_to: int | None = None  # every log-prob sample padded to this; None: no
+    pad_to: int | None = None  # every sample of every pass padded to this; None: no
+    log_prob_pad_to: int | None = None  # every log-prob sample padded to this; None: pad_to
+    ref_pad_to: int | None = None  # the reference pass's samples padded to this; None: as
+    # log_prob_pad_to
+    pad_to_multiple_of: int | None = None  # fixed micro-batches padded to their longest,
+    # rounded up to this (with the TP/CP alignment); None: packed or padded per backend
     param_offload: bool = False
     grad_offload: bool = False
     optimizer_offload: bool = False
@@ -112,7 +117,9 @@ class TrainBatching:
 
     def __post_init__(self) -> None:
         for name in ("ppo_mini_batch_size", "micro_batch_size", "max_tokens",
-                     "log_prob_micro_batch_size", "log_prob_max_tokens", "log_prob_pad_to"):
+                     "log_prob_micro_batch_size", "log_prob_max_tokens", "pad_to",
+                     "log_prob_pad_to",
+                     "ref_pad_to", "pad_to_multiple_of"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be >= 1, got {v}")
@@ -232,7 +239,10 @@ class TrainCost:
             max_tokens=per_replica(t.max_token_len_per_gpu),
             log_prob_micro_batch_size=t.log_prob_micro_batch_size_per_gpu,
             log_prob_max_tokens=per_replica(t.log_prob_max_token_len_per_gpu),
+            pad_to=t.pad_to,
             log_prob_pad_to=t.log_prob_pad_to,
+            ref_pad_to=t.ref_pad_to,
+            pad_to_multiple_of=t.pad_to_multiple_of,
             param_offload=t.param_offload,
             grad_offload=t.grad_offload,
             optimizer_offload=t.optimizer_offload,
@@ -328,10 +338,11 @@ class TrainCost:
         return step.compute_s + step.bubble_s + step.comm_s + step.overhead_s
 
     def forward_s(self, tokens: int, seq_tokens: float | None = None,
-                  lengths: Sequence[int] | None = None) -> float:
+                  lengths: Sequence[int] | None = None, reference: bool = False) -> float:
         """Forward-only pass (reference / old log-probs, critic values) over `tokens`
         tokens; 0 for no tokens. Without a backend: FLOPs at `forward_mfu` plus
-        `forward_overhead_s`; with one: the log-prob micro-batches priced per kernel."""
+        `forward_overhead_s`; with one: the log-prob micro-batches priced per kernel
+        (`reference`: the reference model's pass, padded to `ref_pad_to` when set)."""
         if tokens < 0:
             raise ValueError(f"tokens must be >= 0, got {tokens}")
         if tokens == 0:
@@ -341,7 +352,7 @@ class TrainCost:
             return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s + (
                 self.profile.forward_overhead_s
             )
-        return self._kernel_forward(self._lengths(tokens, seq, lengths))
+        return self._kernel_forward(self._lengths(tokens, seq, lengths), reference)
 
     def dp_comm_s(self) -> float:
         """Per-step gradient reduce-scatter + parameter all-gather over the DP x CP group
@@ -716,7 +727,8 @@ class TrainCost:
         b = self.backend
         assert b is not None
         if micro_batch_size is not None:
-            mbs = pack_fixed(lengths, micro_batch_size, b.pad_fixed_micro_batches)
+            mbs = pack_fixed(lengths, micro_batch_size, b.pad_fixed_micro_batches,
+                             self._pad_multiple())
         else:
             mbs = pack_dynamic(lengths, max_tokens)
         out = _Pass()
@@ -809,6 +821,10 @@ class TrainCost:
         b, bt = self.backend, self.batching
         assert b is not None
         steps = mini_batches(prompts, bt.ppo_mini_batch_size) if optimizer else 1
+        if bt.pad_to is not None:
+            # ROLL without packing, dynamic batching or remove-padding trains the batch as
+            # generated, every sample padded to sequence_length: pads cost like tokens.
+            lengths = [max(n, bt.pad_to) for n in lengths]
         chunks = split_even(lengths, steps)
         compute = comm = overhead = bubble = opt = host_wait = 0.0
         mbs = 0
@@ -833,7 +849,18 @@ class TrainCost:
                              micro_batches=mbs, optimizer_steps=n_steps,
                              host_wait_s=host_wait)
 
-    def _kernel_forward(self, lengths: list[int]) -> float:
+    def _pad_multiple(self) -> int:
+        """What a fixed micro-batch's longest sample is rounded up to (1: no rounding):
+        `pad_to_multiple_of` with the TP/CP alignment (ROLL's Megatron use_remove_padding,
+        megatron_strategy.py _get_unpad_seqlen: lcm(2 cp tp if cp > 1 else tp, 256 or
+        2048))."""
+        m = self.batching.pad_to_multiple_of
+        if m is None:
+            return 1
+        align = self.tp * 2 * self.cp if self.cp > 1 else self.tp
+        return math.lcm(m, align)
+
+    def _kernel_forward(self, lengths: list[int], reference: bool = False) -> float:
         # Log-prob micro-batches: fixed when log_prob_micro_batch_size is set, dynamic when
         # log_prob_max_tokens is, else as the training pass.
         bt = self.batching
@@ -843,9 +870,11 @@ class TrainCost:
             fixed = None
         else:
             fixed = bt.micro_batch_size
-        if bt.log_prob_pad_to is not None:
+        pad_to = bt.ref_pad_to if reference and bt.ref_pad_to is not None else (
+            bt.log_prob_pad_to if bt.log_prob_pad_to is not None else bt.pad_to)
+        if pad_to is not None:
             # Every sample padded to a fixed length before the forward (ROLL's inference
             # workers without packing: pad_to_seq_len), so pad tokens cost like real ones.
-            lengths = [max(n, bt.log_prob_pad_to) for n in lengths]
+            lengths = [max(n, pad_to) for n in lengths]
         p = self._ranks_pass(lengths, False, fixed, self._max_tokens(True), "none")
         return p.total_s + self.pass_offload_s(train=False)

@@ -79,11 +79,13 @@ class Trainer:
 
     def forward(self, tokens: int, label: str = "forward",
                 seq_tokens: float | None = None,
-                lengths: Sequence[int] | None = None) -> simpy.Process:
-        """A forward-only pass (log-prob inference) over `tokens` tokens (of `lengths`)."""
-        return self._op(self._busy(
-            label, self.cost.forward_s(tokens, seq_tokens, **_samples(lengths, None)),
-            tokens=tokens))
+                lengths: Sequence[int] | None = None,
+                reference: bool = False) -> simpy.Process:
+        """A forward-only pass (log-prob inference) over `tokens` tokens (of `lengths`);
+        `reference`: the reference model's pass (its own padding, `train.ref_pad_to`)."""
+        cost_s = self.cost.forward_s(tokens, seq_tokens, **_samples(lengths, None),
+                                     reference=reference)
+        return self._op(self._busy(label, cost_s, tokens=tokens))
 
     def grads(self, tokens: int, seq_tokens: float | None = None,
               lengths: Sequence[int] | None = None, **attrs: Any) -> simpy.Process:

@@ -421,7 +421,7 @@ class Phases:
         lengths = [s.tokens for s in samples]  # the cost model packs them into micro-batches
         t = self.c.scenario.train
         if t.ref_logprob:
-            yield self.c.trainer.forward(tokens, "ref_logprob", seq, lengths)
+            yield self.c.trainer.forward(tokens, "ref_logprob", seq, lengths, reference=True)
         if t.old_logprob:
             yield self.c.trainer.forward(tokens, "old_logprob", seq, lengths)
         if t.critic:  # PPO: the critic's values of every sample

@@ -159,7 +159,7 @@ class StreamTrainer:
             tokens = sum(s.tokens for s in chunk)
             seq = attention_length(chunk)
             if t.ref_logprob:
-                yield trainer.forward(tokens, "ref_logprob", seq)
+                yield trainer.forward(tokens, "ref_logprob", seq, reference=True)
             if t.old_logprob:
                 yield trainer.forward(tokens, "old_logprob", seq)
             yield trainer.grads(tokens, seq, step=self.step, samples=len(chunk))

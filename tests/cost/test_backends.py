@@ -287,6 +287,9 @@ def test_bad_input() -> None:
         TrainConfig(pool="p", backend="fsdp", tp=2)
     with pytest.raises(ValidationError, match=r"train\.ep"):
         TrainConfig(pool="p", backend="fsdp2", ep=2)
+    with pytest.raises(ValidationError, match=r"train\.pad_to_multiple_of: .*"
+                       r"micro_batch_size_per_gpu"):
+        TrainConfig(pool="p", pad_to_multiple_of=256)
     with pytest.raises(ValueError, match="needs an MoE model"):
         cost(gpus=8, ep=2)
     with pytest.raises(ValueError, match="must divide tp\\*cp\\*dp"):
@@ -469,6 +472,64 @@ def test_log_prob_pad_to_prices_every_sample_at_the_padded_length() -> None:
         full.train_step(sum(lengths), lengths=lengths).total_s, rel=1e-12)
     with pytest.raises(ValueError, match="log_prob_pad_to must be >= 1"):
         TrainBatching(log_prob_pad_to=0)
+
+
+def test_ref_pad_to_pads_the_reference_pass_alone() -> None:
+    """ROLL's reference worker (no use_remove_padding) runs the batch padded to
+    sequence_length while the actor's old-log-prob pass keeps its own lengths."""
+    lengths = [300, 1200, 4000, 800]
+    padded = cost(log_prob_micro_batch_size=2, ref_pad_to=4096)
+    plain = cost(log_prob_micro_batch_size=2)
+    n = sum(lengths)
+    assert padded.forward_s(n, lengths=lengths, reference=True) == pytest.approx(
+        plain.forward_s(4 * 4096, lengths=[4096] * 4), rel=1e-12)
+    assert padded.forward_s(n, lengths=lengths) == pytest.approx(
+        plain.forward_s(n, lengths=lengths), rel=1e-12)
+    # ref_pad_to overrides log_prob_pad_to for the reference pass only
+    both = cost(log_prob_micro_batch_size=2, log_prob_pad_to=4096, ref_pad_to=8192)
+    assert both.forward_s(n, lengths=lengths, reference=True) == pytest.approx(
+        plain.forward_s(4 * 8192, lengths=[8192] * 4), rel=1e-12)
+    assert both.forward_s(n, lengths=lengths) == pytest.approx(
+        plain.forward_s(4 * 4096, lengths=[4096] * 4), rel=1e-12)
+
+
+def test_pad_to_pads_every_pass() -> None:
+    """ROLL without packing trains the batch as generated: train and log-prob passes
+    cost what full-length samples cost; log_prob_pad_to overrides it for log-probs."""
+    lengths = [300, 1200, 4000, 800]
+    n = sum(lengths)
+    padded = cost(micro_batch_size=1, pad_to=4096)
+    plain = cost(micro_batch_size=1)
+    full = [4096] * 4
+    assert padded.train_step(n, lengths=lengths).total_s == pytest.approx(
+        plain.train_step(4 * 4096, lengths=full).total_s, rel=1e-12)
+    assert padded.grad_s(n, lengths=lengths) == pytest.approx(
+        plain.grad_s(4 * 4096, lengths=full), rel=1e-12)
+    assert padded.forward_s(n, lengths=lengths, reference=True) == pytest.approx(
+        plain.forward_s(4 * 4096, lengths=full), rel=1e-12)
+    own = cost(micro_batch_size=1, pad_to=4096, log_prob_pad_to=2048)
+    assert own.forward_s(n, lengths=lengths) == pytest.approx(
+        plain.forward_s(n, lengths=[2048, 2048, 4000, 2048]), rel=1e-12)
+
+
+def test_pad_to_multiple_rounds_each_micro_batch_up() -> None:
+    """ROLL's Megatron use_remove_padding: a micro-batch is cut to its longest sample
+    rounded up to lcm(multiple, TP/CP alignment); every sample in it costs that length."""
+    lengths = [100, 300, 50, 400, 200]
+    assert pack_fixed(lengths, 2, pad=False, multiple=256) == [
+        [512, 512], [512, 512], [256]]
+    assert pack_fixed(lengths, 1, multiple=2048) == [[2048]] * 5
+    with pytest.raises(ValueError, match="multiple must be >= 1"):
+        pack_fixed(lengths, 2, multiple=0)
+    # cp 2, tp 2: alignment 8, lcm(8, 2048) = 2048; one sample of 850 costs one of 2048
+    rounded = cost(gpus=4, tp=2, cp=2, micro_batch_size=1, pad_to_multiple_of=2048)
+    plain = cost(gpus=4, tp=2, cp=2, micro_batch_size=1)
+    assert rounded.train_step(850, lengths=[850]).total_s == pytest.approx(
+        plain.train_step(2048, lengths=[2048]).total_s, rel=1e-12)
+    assert rounded.train_step(850, lengths=[850]).total_s > plain.train_step(
+        850, lengths=[850]).total_s
+    # tp 3 with multiple 256: lcm(3, 256) = 768
+    assert cost(gpus=3, tp=3, micro_batch_size=1, pad_to_multiple_of=256)._pad_multiple() == 768
 
 
 def test_a_colocated_switch_does_not_move_what_the_offload_flags_already_move() -> None:

@@ -19,12 +19,12 @@ SCENARIO = DIR / "swe-qwen3-8b-sync.yaml"
 # come from the workload draws and the env pool alone: a tight band. The GPU-priced phases
 # sit on cost models that were still moving: a wider one.
 GOLDEN = {"env.reset": (62.4, 0.05), "env.step": (20.3, 0.05), "generation": (468.5, 0.20),
-          "reward": (20.1, 0.25), "training": (26.2, 0.30)}
-GOLDEN_STEP_S = (597.4, 0.20)
+          "reward": (20.1, 0.25), "training": (41.9, 0.30)}
+GOLDEN_STEP_S = (613.1, 0.20)
 SOURCED = ("model:", "- {name:", "tp:", "backend:", "recompute:", "model: qwen2.5-7b",
            "gpus:", "prompts_per_step:", "samples_per_prompt:", "max_response_len:",
            "turns:", "max_turns:", "env_reset:", "env_step:", "env_interaction:",
-           "response_len:", "obs_tokens:", "prompt_len:", "old_logprob:", "ref_logprob:")
+           "response_len:", "obs_tokens:", "prompt_len:", "old_logprob:", "ref_logprob:", "pad_to:")
 TAG = re.compile(r"#.*(\[(P-RA|P-RF|C|D)\b|silent|see response_len)")
 
 
