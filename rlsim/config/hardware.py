@@ -374,6 +374,11 @@ GPUS: dict[str, GpuSpec] = {
 MODELS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
+        # Qwen2-7B (base): huggingface.co/Qwen/Qwen2-7B config.json; its model card says 7.6B
+        # (6.5B non-embedding). The Qwen2 blog's table (7.07B / 5.98B) is one 152064 x 3584
+        # embedding (0.55B) below both, though it also lists the embeddings as untied.
+        ModelSpec(name="qwen2-7b", layers=28, hidden=3584, heads=28, kv_heads=4, ffn=18944,
+                  vocab=152064, max_context=131072),
         ModelSpec(name="qwen2.5-0.5b", layers=24, hidden=896, heads=14, kv_heads=2, ffn=4864,
                   vocab=151936, tied_embeddings=True, max_context=32768),
         ModelSpec(name="qwen2.5-1.5b", layers=28, hidden=1536, heads=12, kv_heads=2, ffn=8960,
@@ -388,6 +393,28 @@ MODELS: dict[str, ModelSpec] = {
                   vocab=152064, max_context=131072),
         ModelSpec(name="qwen2.5-72b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=29568,
                   vocab=152064, max_context=131072),
+        # Qwen2.5-Math base models: Qwen2.5-1.5B/7B's tensors (their cards' base_model), with
+        # max_position_embeddings 4096 and rope_theta 10000 (rope is not modelled). No verbatim
+        # config.json was found; each value's public evidence is in docs/models.md. veRL's DAPO
+        # scripts raise the context to 32768 (override_config.max_position_embeddings).
+        ModelSpec(name="qwen2.5-math-1.5b", layers=28, hidden=1536, heads=12, kv_heads=2,
+                  ffn=8960, vocab=151936, tied_embeddings=True, max_context=4096),
+        ModelSpec(name="qwen2.5-math-7b", layers=28, hidden=3584, heads=28, kv_heads=4,
+                  ffn=18944, vocab=152064, max_context=4096),
+        # DeepSeek-R1 distills of Qwen2.5-Math-1.5B/7B: huggingface.co/deepseek-ai/DeepSeek-R1-
+        # Distill-Qwen-{1.5B,7B} config.json. Unlike Qwen2.5-Math-1.5B, the 1.5B distill has
+        # untied embeddings (tie_word_embeddings false): 1.78B parameters, not 1.54B.
+        ModelSpec(name="deepseek-r1-distill-qwen-1.5b", layers=28, hidden=1536, heads=12,
+                  kv_heads=2, ffn=8960, vocab=151936, max_context=131072),
+        ModelSpec(name="deepseek-r1-distill-qwen-7b", layers=28, hidden=3584, heads=28,
+                  kv_heads=4, ffn=18944, vocab=152064, max_context=131072),
+        # Small Qwen3 (huggingface.co/Qwen/Qwen3-{0.6B,1.7B,4B} config.json): tied embeddings.
+        ModelSpec(name="qwen3-0.6b", layers=28, hidden=1024, heads=16, kv_heads=8, head_dim=128,
+                  ffn=3072, vocab=151936, tied_embeddings=True, max_context=40960),
+        ModelSpec(name="qwen3-1.7b", layers=28, hidden=2048, heads=16, kv_heads=8, head_dim=128,
+                  ffn=6144, vocab=151936, tied_embeddings=True, max_context=40960),
+        ModelSpec(name="qwen3-4b", layers=36, hidden=2560, heads=32, kv_heads=8, head_dim=128,
+                  ffn=9728, vocab=151936, tied_embeddings=True, max_context=40960),
         ModelSpec(name="qwen3-8b", layers=36, hidden=4096, heads=32, kv_heads=8, head_dim=128,
                   ffn=12288, vocab=151936, max_context=40960),
         ModelSpec(name="qwen3-14b", layers=40, hidden=5120, heads=40, kv_heads=8, head_dim=128,
@@ -425,6 +452,13 @@ MODELS: dict[str, ModelSpec] = {
                   vocab=128256, max_context=131072),
         ModelSpec(name="llama-3.1-70b", layers=80, hidden=8192, heads=64, kv_heads=8,
                   ffn=28672, vocab=128256, max_context=131072),
+        # Llama 3.2 text models (huggingface.co/meta-llama/Llama-3.2-{1B,3B} config.json): tied
+        # embeddings; head_dim as the configs state it (64, 128; equal to hidden / heads).
+        ModelSpec(name="llama-3.2-1b", layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64,
+                  ffn=8192, vocab=128256, tied_embeddings=True, max_context=131072),
+        ModelSpec(name="llama-3.2-3b", layers=28, hidden=3072, heads=24, kv_heads=8,
+                  head_dim=128, ffn=8192, vocab=128256, tied_embeddings=True,
+                  max_context=131072),
     )
 }
 
