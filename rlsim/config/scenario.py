@@ -705,6 +705,38 @@ class OutputConfig(Frozen):
     )
 
 
+class FrameworkConfig(Frozen):
+    """Framework costs fitted to a measured run (`rlsim fit`); the defaults change nothing.
+
+    A scenario without this section runs exactly as rlsim's own cost model prices it
+    (docs/cost-model.md, "Fitted framework knobs")."""
+
+    train_speed: float = Field(
+        default=1.0, ge=0.05, le=4.0,
+        description="The trainer's kernel throughput relative to rlsim's calibrated kernels: "
+        "the GPU compute time of every train, log-prob and critic pass is divided by it "
+        "(not its communication, host waits, optimizer update or offload). 2: kernels twice "
+        "as fast.")
+    rollout_speed: float = Field(
+        default=1.0, ge=0.05, le=4.0,
+        description="The rollout engines' speed relative to rlsim's engine model: every "
+        "engine iteration's time (prefill and decode) is divided by it (not the per-request "
+        "overhead). Judges are not affected.")
+    micro_batch_overhead: Seconds | None = Field(
+        default=None, ge=0, le=10.0,
+        description="Fixed cost per trainer micro-batch, replacing the backend's "
+        "micro_batch_overhead_s (megatron 0.01 s, fsdp 0.02 s); none: the backend's. No "
+        "effect on a trainer priced by whole-step MFU (train.mfu or backend profile).")
+    weight_sync_overhead: Seconds = Field(
+        default=0.0, ge=0, le=3600.0,
+        description="Seconds added to every weight sync (framework work rlsim does not "
+        "price: resharding, cache resets, Ray round trips).")
+    step_overhead: Seconds = Field(
+        default=0.0, ge=0, le=3600.0,
+        description="Seconds added to every step's controller phase (driver work rlsim does "
+        "not price: logging, metrics, data loading, checkpoint bookkeeping).")
+
+
 class Scenario(Frozen):
     """A whole RL post-training job: hardware, model, workload and policy."""
 
@@ -746,6 +778,10 @@ class Scenario(Frozen):
     recovery: RecoveryConfig = Field(
         default=RecoveryConfig(),
         description="How each component kind recovers from its faults.")
+    framework: FrameworkConfig = Field(
+        default=FrameworkConfig(),
+        description="Framework costs fitted to a measured run (rlsim fit); the defaults "
+        "change nothing.")
 
     @field_validator("model")
     @classmethod

@@ -11,10 +11,14 @@ Owns `TrainStepCost`, `TrainBatching` and `TrainCost`. Two ways to price a step:
   per weight; backward: the two transposed GEMMs), attention FLOPs at the profile's
   attention efficiency, memory-bound elementwise kernels, and the collectives the layout
   runs (TP all-reduces, CP ring or Ulysses exchange, EP all-to-all, FSDP gathers), plus a
-  fixed cost per micro-batch; then the 1F1B bubble, the DP traffic the backend does not
-  hide, the memory-bound Adam update and the PCIe offload round trips.
+  fixed cost per micro-batch (the backend's, or `framework.micro_batch_overhead`); then
+  the 1F1B bubble, the DP traffic the backend does not hide, the memory-bound Adam update
+  and the PCIe offload round trips.
 - whole-step MFU (no backend: `train.mfu` set, or a profile calibrated on whole steps):
   FLOPs over an achieved MFU plus the bubble, exposed DP traffic, Adam and fixed overheads.
+
+Either way the kernels' time is divided by `speed` (a fitted `framework.train_speed`, 1 by
+default); collectives, host waits, the optimizer update and offloads are not.
 
 Formulas and constants: docs/cost-model.md section 3. Called once per train phase, not per
 event, so clarity beats speed.
@@ -47,7 +51,7 @@ from rlsim.cost.network import (
 from rlsim.cost.profile import Profile
 
 if TYPE_CHECKING:
-    from rlsim.config.scenario import TrainConfig
+    from rlsim.config.scenario import FrameworkConfig, TrainConfig
 
 # Full activation recomputation re-runs the forward pass (2 of the 6 FLOPs per parameter).
 _RECOMPUTE_FACTOR = 4.0 / 3.0
@@ -166,7 +170,13 @@ class TrainCost:
         dtype_bytes: int | None = None,
         backend: TrainBackend | None = None,
         batching: TrainBatching | None = None,
+        speed: float = 1.0,
+        micro_batch_overhead_s: float | None = None,
     ) -> None:
+        if not speed > 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
+        if micro_batch_overhead_s is not None and micro_batch_overhead_s < 0:
+            raise ValueError(f"micro_batch_overhead_s must be >= 0, got {micro_batch_overhead_s}")
         for name, value in (("gpus", gpus), ("tp", tp), ("pp", pp), ("cp", cp),
                             ("micro_batch_tokens", micro_batch_tokens),
                             ("seq_tokens", seq_tokens)):
@@ -195,6 +205,13 @@ class TrainCost:
         if self.dtype_bytes <= 0:
             raise ValueError(f"dtype_bytes must be > 0, got {self.dtype_bytes}")
         self.backend = backend
+        # Fitted framework knobs (`framework.train_speed`, `framework.micro_batch_overhead`):
+        # the passes' GPU compute time is divided by `speed`; a micro-batch's fixed cost
+        # replaces the backend's when given.
+        self.speed = speed
+        self.micro_batch_overhead_s = (
+            micro_batch_overhead_s if micro_batch_overhead_s is not None
+            else backend.micro_batch_overhead_s if backend is not None else 0.0)
         if batching is None:
             batching = TrainBatching(recompute="full" if recompute_activations else "none")
         self.batching = batching
@@ -215,10 +232,11 @@ class TrainCost:
 
     @classmethod
     def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
-                    profile: Profile) -> TrainCost:
+                    profile: Profile, framework: FrameworkConfig | None = None) -> TrainCost:
         """The trainer a scenario's `train` section describes: per kernel with its backend's
         constants, or by whole-step MFU when `train.mfu` is set (it replaces the profile's
-        train_mfu and forward_mfu) or `train.backend` is `profile`."""
+        train_mfu and forward_mfu) or `train.backend` is `profile`; `framework` carries the
+        fitted knobs (train_speed, micro_batch_overhead), None: rlsim's own."""
         t = train
         if t.mfu is not None:
             profile = profile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
@@ -248,9 +266,11 @@ class TrainCost:
             optimizer_offload=t.optimizer_offload,
             ep=t.ep,
         )
+        speed = 1.0 if framework is None else framework.train_speed
+        mb_s = None if framework is None else framework.micro_batch_overhead
         return cls(model, gpu, gpus, t.tp, t.pp, t.cp, profile,
                    recompute != "none", t.micro_batch_tokens, backend=backend,
-                   batching=batching)
+                   batching=batching, speed=speed, micro_batch_overhead_s=mb_s)
 
     def _check_backend(self, b: TrainBackend) -> None:
         if not b.supports_tp_pp and (self.tp > 1 or self.pp > 1):
@@ -290,7 +310,7 @@ class TrainCost:
         flops = 3.0 * self._fwd_flops(tokens, seq)  # forward + backward (2x forward)
         if self.recompute_activations:
             flops *= _RECOMPUTE_FACTOR
-        compute_s = flops / self._flops_per_s
+        compute_s = flops / self._flops_per_s / self.speed
 
         # Micro-batches each pipeline processes; the bubble adds (p-1) micro-batch slots,
         # i.e. the (p-1)/(m+p-1) share of the pipelined time.
@@ -324,7 +344,8 @@ class TrainCost:
         raises ValueError when `gpus` does not hold whole model replicas."""
         return TrainCost(self.model, self.gpu, gpus, self.tp, self.pp, self.cp, self.profile,
                          self.recompute_activations, self.micro_batch_tokens, self.seq_tokens,
-                         self.dtype_bytes, self.backend, self.batching)
+                         self.dtype_bytes, self.backend, self.batching, self.speed,
+                         self.micro_batch_overhead_s if self.backend is not None else None)
 
     def grad_s(self, tokens: int, seq_tokens: float | None = None,
                lengths: Sequence[int] | None = None) -> float:
@@ -349,7 +370,7 @@ class TrainCost:
             return 0.0
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
         if self.backend is None:
-            return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s + (
+            return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s / self.speed + (
                 self.profile.forward_overhead_s
             )
         return self._kernel_forward(self._lengths(tokens, seq, lengths), reference)
@@ -677,13 +698,16 @@ class TrainCost:
         tokens = sum(seqs)
         m = -(-tokens // cp)
         pairs = sum(s * (s + 1) / 2.0 for s in seqs) / cp
-        attn_f = self._attention_s(pairs, False)
-        fwd = self._gemms(m, False) + attn_f + self._elementwise(m)
+        # `speed` (framework.train_speed) divides the kernels' time, not the collectives'.
+        speed = self.speed
+        attn_f = self._attention_s(pairs, False) / speed
+        fwd = self._gemms(m, False) / speed + attn_f + self._elementwise(m) / speed
         comm_f = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_f, False)
         if not backward:
             return fwd, comm_f, 0.0
-        attn_b = self._attention_s(pairs, True)
-        bwd = self._gemms(m, True) + attn_b + self._elementwise(m, backward=True)
+        attn_b = self._attention_s(pairs, True) / speed
+        bwd = (self._gemms(m, True) / speed + attn_b
+               + self._elementwise(m, backward=True) / speed)
         comm_b = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_b, True)
         if recompute == "full":
             bwd += fwd
@@ -753,7 +777,7 @@ class TrainCost:
         pp, stage = self.pp, self.stage_fraction
         # Each stage's host issues its own layers (the head counted as spread over them).
         out.host_wait_s = wait * stage
-        out.overhead_s = count * b.micro_batch_overhead_s + out.host_wait_s
+        out.overhead_s = count * self.micro_batch_overhead_s + out.host_wait_s
         if pp > 1:
             # The busiest stage holds ceil(L/pp) layers (Megatron allows uneven first and last
             # stages) and paces the pipe; 1F1B adds (p-1) micro-batch slots: the bubble is

@@ -192,13 +192,15 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     engines = [
         RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
                       r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name,
-                      r.tp * r.pp, r.prefix_caching, r.request_overhead)
+                      r.tp * r.pp, r.prefix_caching, r.request_overhead,
+                      scenario.framework.rollout_speed)
         for i in range(place.engines)
     ]
     t = scenario.train
     tprofile = profiles[tpool.name]
     try:  # the scenario's backend and batching, or its whole-step MFU (train.mfu)
-        train_cost = TrainCost.from_config(model, _node_gpu(tpool), place.train_gpus, t, tprofile)
+        train_cost = TrainCost.from_config(model, _node_gpu(tpool), place.train_gpus, t, tprofile,
+                                           scenario.framework)
     except ValueError as e:
         raise ScenarioError(_train_field(str(e)), str(e)) from None
     state = train_cost.state_bytes_per_gpu()
@@ -261,7 +263,7 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
             built = [RolloutEngine(env, f"tp{tp}-engine{i}", cost, kv_tp, r.max_running_seqs,
                                    r.max_batched_tokens, recorder, scenario.engine_mode,
                                    rpool.name, tp * r.pp, r.prefix_caching,
-                                   r.request_overhead)
+                                   r.request_overhead, scenario.framework.rollout_speed)
                      for i in range(place.rollout_gpus // (tp * r.pp))]
             _record_entities(recorder, built, [], None, None, None, None)
             closables.extend(built)

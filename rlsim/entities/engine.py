@@ -12,7 +12,8 @@ Events only when something changes. All decoding sequences advance together, so 
 keeps one decode clock: a decoding sequence's generated count is `clock - base`, the KV of all
 decoding sequences is `kv_const + B * clock`, and finishes come off a heap keyed by the clock
 value at which they finish. A decode iteration costs `a + b * kv_tokens` (the cost model's
-`decode_affine`), so the time of n iterations with a fixed batch is an arithmetic series,
+`decode_affine`, times `slowdown / speed`: a fault's fail-slow factor over a fitted engine
+speed), so the time of n iterations with a fixed batch is an arithmetic series,
 summed in closed form: one SimPy event covers every iteration up to the next batch change
 (a finish, KV exhaustion, an arrival or abort). `mode="iteration"` schedules one event per
 iteration and prices each with `InferenceCost.step`, as the reference for tests.
@@ -111,9 +112,12 @@ class RolloutEngine:
         gpus: int = 1,
         prefix_caching: bool = False,
         request_overhead_s: float = 0.0,
+        speed: float = 1.0,
     ) -> None:
         if mode not in ("skip", "iteration"):
             raise ValueError(f"unknown engine mode {mode!r}")
+        if not speed > 0:
+            raise ValueError(f"engine {name}: speed must be > 0, got {speed}")
         if kv_capacity_tokens <= 0:
             raise ValueError(f"engine {name}: no KV capacity ({kv_capacity_tokens} tokens)")
         self.env = env
@@ -191,6 +195,10 @@ class RolloutEngine:
         self._events = 0
         self._stall_until = 0.0
         self.slowdown = 1.0  # fail-slow: every iteration takes this many times longer
+        # A fitted engine speed (`framework.rollout_speed`) divides every iteration's time;
+        # `_scale` is the factor an iteration's cost is multiplied by (slowdown / speed).
+        self.speed = speed
+        self._scale = 1.0 / speed
         boot = simpy.Event(env)
         boot._ok, boot._value = True, None
         boot.callbacks.append(self._on_boot)
@@ -313,6 +321,7 @@ class RolloutEngine:
     def set_slowdown(self, factor: float) -> None:
         """Run every iteration from the next one on `factor` times slower (1: healthy)."""
         self.slowdown = factor
+        self._scale = factor / self.speed
         self.recorder.instant(self._track, "slowdown", self.env._now, factor=factor)
         self._poke(arrival=False)
 
@@ -467,7 +476,7 @@ class RolloutEngine:
             r._prefill_done += take
             if left == take:
                 completed.append(r)
-        cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self.slowdown
+        cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self._scale
         self.clock += 1
         self.iterations += 1
         for r in completed:
@@ -508,15 +517,15 @@ class RolloutEngine:
             return head_s
         if self.iteration_mode:
             self._set_segment(head_s, n)
-            dt = self.cost.step(bsz, k0).total_s * self.slowdown
+            dt = self.cost.step(bsz, k0).total_s * self._scale
             self._seg_a, self._seg_b = dt, 0.0
             return head_s + dt
         ab = self._affine.get(bsz)
         if ab is None:
             ab = self._affine[bsz] = self.cost.decode_affine(bsz)
         a, b = ab
-        if self.slowdown != 1.0:
-            a, b = a * self.slowdown, b * self.slowdown
+        if self._scale != 1.0:
+            a, b = a * self._scale, b * self._scale
         self._seg_head_s = head_s
         self._seg_n = n
         self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
@@ -683,8 +692,8 @@ class RolloutEngine:
                     if ab is None:
                         ab = self._affine[n_dec] = self.cost.decode_affine(n_dec)
                     a, b = ab
-                    if self.slowdown != 1.0:
-                        a, b = a * self.slowdown, b * self.slowdown
+                    if self._scale != 1.0:
+                        a, b = a * self._scale, b * self._scale
                     self._seg_n = n
                     self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, n_dec
                     duration = 0.0 + (n * a + b * (n * k0 + n_dec * n * (n - 1) / 2))

@@ -478,9 +478,18 @@ class Phases:
                                 cfg.scheme, cfg.bucket_size, cfg.delta_fraction,
                                 framework=cfg.framework, store_transport=cfg.store_transport,
                                 colocated=self.c.placement.colocated)
-        return self.phase("weight_sync", step, self._weight_sync(cost), **cost.attrs())
+        # A fitted framework overhead (framework.weight_sync_overhead): fixed time the
+        # framework adds to every sync, before the bytes move.
+        extra_s = self.c.scenario.framework.weight_sync_overhead
+        attrs = cost.attrs()
+        if extra_s > 0:
+            attrs["framework_overhead_s"] = extra_s
+        return self.phase("weight_sync", step, self._weight_sync(cost, extra_s), **attrs)
 
-    def _weight_sync(self, cost: SyncCost) -> Generator[simpy.Event, Any, None]:
+    def _weight_sync(self, cost: SyncCost,
+                     extra_s: float = 0.0) -> Generator[simpy.Event, Any, None]:
+        if extra_s > 0:
+            yield self.env.timeout(extra_s)
         if cost.fixed_total_s > 0:
             yield self.env.timeout(cost.fixed_total_s)
         if cost.link_bytes > 0 or cost.scheme == "link":
@@ -537,8 +546,16 @@ class Phases:
         Zero-length with `controller.enabled: false`. A policy calls it between reward and
         the trainer's log-prob passes."""
         cost = self.controller_cost(len(samples))
-        return self.phase("controller", step, self._controller(cost.total_s),
-                          tokens=sum(s.tokens for s in samples), **cost.attrs())
+        # A fitted framework overhead (framework.step_overhead): the driver's work rlsim
+        # does not price, once per step, with or without `controller.enabled`.
+        extra_s = self.c.scenario.framework.step_overhead
+        attrs: dict[str, Any] = dict(cost.attrs())
+        seconds = cost.total_s
+        if extra_s > 0:
+            attrs["framework_overhead_s"] = extra_s
+            seconds += extra_s
+        return self.phase("controller", step, self._controller(seconds),
+                          tokens=sum(s.tokens for s in samples), **attrs)
 
     def controller_cost(self, responses: int) -> ControllerCost:
         """`controller_cost` for `responses` samples of this scenario (memoized: a
