@@ -1,0 +1,177 @@
+"""What an importer returns, and how an imported scenario is written out.
+
+Owns `Facts` (what a framework config does not hold and the user passes by flag: GPU type,
+node count, response lengths), `Imported` (the scenario dict an importer builds, the source
+key behind every field it set, and the config keys it ignored with the reason), the model
+name lookup (a Hugging Face name or checkpoint path to a catalogue name), and the YAML
+writer that puts each field's source beside it as a comment. The importers themselves
+(`rlsim.importers.verl`, `rlsim.importers.roll`) only map keys.
+
+Errors are `ScenarioError`s whose field is the config key or the command-line flag to fix
+(the CLI prints one line and exits 2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.hardware import GPUS, MODELS
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the user tells an importer that a framework config does not hold; None: not
+    given (an importer that needs it raises a ScenarioError naming the flag)."""
+
+    gpu: str | None = None               # --gpu: catalogue GPU name, e.g. H800
+    nodes: int | None = None             # --nodes
+    gpus_per_node: int | None = None     # --gpus-per-node (default 8 when the config is silent)
+    model: str | None = None             # --model: overrides the config's model path
+    response_len_median: int | None = None  # --response-len-median (tokens)
+    response_len_sigma: float | None = None  # --response-len-sigma (log-space)
+    prompt_len_median: int | None = None    # --prompt-len-median (tokens)
+    steps: int | None = None             # --steps: simulated steps (default: rlsim's)
+    name: str | None = None              # --name: scenario name (default: the file's stem)
+
+
+@dataclass
+class Imported:
+    """A scenario an importer built: `scenario` validates as rlsim's Scenario; `sources`
+    maps each dotted field it set (list items by index: `pools.0.gpu`) to where the value
+    came from (a config key such as `actor_rollout_ref.rollout.n`, a flag such as `--gpu`,
+    or `default: ...` with the reason); `ignored` lists config keys it read past, each with
+    why rlsim does not use it."""
+
+    scenario: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+
+    def set(self, path: str, value: Any, source: str) -> None:
+        """Set the dotted field `path` (integers index lists) to `value`, citing `source`."""
+        parts = path.split(".")
+        node: Any = self.scenario
+        for i, part in enumerate(parts[:-1]):
+            nxt = parts[i + 1]
+            if isinstance(node, list):
+                node = node[int(part)]
+                continue
+            if part not in node:
+                node[part] = [] if nxt.isdigit() else {}
+            node = node[part]
+            if isinstance(node, list) and nxt.isdigit():
+                while len(node) <= int(nxt):
+                    node.append({})
+        last = parts[-1]
+        if isinstance(node, list):
+            idx = int(last)
+            while len(node) <= idx:
+                node.append(None)
+            node[idx] = value
+        else:
+            node[last] = value
+        self.sources[path] = source
+
+    def ignore(self, key: str, why: str) -> None:
+        self.ignored.append((key, why))
+
+
+def resolve_model(name: str, key: str) -> str:
+    """The catalogue name of a model given as a Hugging Face id (`Qwen/Qwen2.5-7B-Instruct`),
+    a checkpoint path (`~/models/Qwen2.5-7B`) or a catalogue name; `key` names the config
+    key or flag for the error."""
+    raw = name.strip().rstrip("/")
+    base = raw.rsplit("/", 1)[-1]
+    wanted = _model_key(base)
+    for cat in MODELS:
+        if _model_key(cat) == wanted:
+            return cat
+    # Instruct / chat / base variants share the architecture of the catalogue entry.
+    trimmed = re.sub(r"-(instruct|chat|base|it|hf)$", "", wanted)
+    for cat in MODELS:
+        if _model_key(cat) == trimmed:
+            return cat
+    known = ", ".join(sorted(MODELS))
+    raise ScenarioError(key, f"model {name!r} is not in rlsim's catalogue; pass --model with "
+                        f"one of: {known} (or add it: docs/scenario.md, inline model specs)")
+
+
+def _model_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+
+
+def resolve_gpu(name: str, key: str) -> str:
+    """The catalogue name of a GPU type (case-insensitive)."""
+    for cat in GPUS:
+        if cat.lower() == name.strip().lower():
+            return cat
+    raise ScenarioError(key, f"GPU {name!r} is not in rlsim's catalogue; use one of: "
+                        + ", ".join(sorted(GPUS)))
+
+
+def need(value: Any, flag: str, what: str) -> Any:
+    """`value`, or a ScenarioError naming the flag that supplies it."""
+    if value is None:
+        raise ScenarioError(flag, f"the config does not say {what}; pass {flag}")
+    return value
+
+
+def to_yaml(imported: Imported, header: str) -> str:
+    """The scenario as YAML, each field followed by `# <source>`; `header` (one or more
+    lines) becomes the leading comment."""
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()]
+    _emit(imported.scenario, "", 0, imported.sources, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _scalar(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000)
+    return text.removesuffix("\n...\n").strip()
+
+
+def _emit(node: Any, prefix: str, indent: int, sources: dict[str, str],
+          lines: list[str]) -> None:
+    pad = "  " * indent
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            note = f"  # {sources[path]}" if path in sources else ""
+            nested = isinstance(value, dict) or (
+                isinstance(value, list) and any(isinstance(v, dict) for v in value))
+            if nested and value:
+                lines.append(f"{pad}{key}:{note}")
+                _emit(value, path + ".", indent + 1, sources, lines)
+            else:
+                lines.append(f"{pad}{key}: {_scalar(value)}{note}")
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            path = f"{prefix}{i}"
+            note = f"  # {sources[path]}" if path in sources else ""
+            if isinstance(item, dict) and item:
+                first = True
+                for key, value in item.items():
+                    sub = f"{path}.{key}"
+                    sub_note = f"  # {sources[sub]}" if sub in sources else ""
+                    lead = f"{pad}- " if first else f"{pad}  "
+                    if isinstance(value, (dict, list)) and value:
+                        lines.append(f"{lead}{key}:{sub_note}")
+                        _emit(value, sub + ".", indent + 2, sources, lines)
+                    else:
+                        lines.append(f"{lead}{key}: {_scalar(value)}{sub_note}")
+                    first = False
+            else:
+                lines.append(f"{pad}- {_scalar(item)}{note}")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it, so a failed write never
+    leaves a partial file that looks complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
