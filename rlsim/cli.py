@@ -851,10 +851,18 @@ def validate(
         min=1, help="Training steps per live run (default 10, or 4 with --quick).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
         = False,
+    real_runs: Annotated[bool, typer.Option(
+        "--real-runs", help="Instead: simulate every public real run of the corpus "
+        "(validation/real_runs/) without fitting and print the error per record and phase.")]
+        = False,
 ) -> None:
-    """Run a small real RL job here, simulate it with this machine's profile, compare."""
+    """Run a small real RL job here and compare rlsim with it (--real-runs: public runs)."""
     import importlib.util
 
+    if real_runs:
+        from calibration.realruns.cli import run_real_runs
+
+        raise typer.Exit(run_real_runs(as_json))
     if mode not in ("sync", "one_off", "async", "all"):
         _fail(f"--mode must be sync, one_off, async or all, got {mode!r}")
     if importlib.util.find_spec("torch") is None:
@@ -984,6 +992,13 @@ def main() -> None:
         typer.echo(f"rlsim: internal error: {type(err).__name__}: {err} "
                    "(set RLSIM_DEBUG=1 for a traceback)", err=True)
         sys.exit(1)
+
+
+from rlsim.cli_byo import fit as _fit_command  # noqa: E402  (after app: registers on it)
+from rlsim.cli_byo import import_app  # noqa: E402
+
+app.add_typer(import_app, name="import")
+app.command("fit")(_fit_command)
 
 
 if __name__ == "__main__":

@@ -204,10 +204,20 @@ def test_usage_synopses_name_real_options(block: Block, line: str) -> None:
     group = _command_group()
     sub = line.split()[1]
     assert sub in group.commands, f"{block.where}: rlsim has no command {sub!r}"
-    options = {o for p in group.commands[sub].params for o in (*p.opts, *p.secondary_opts)}
+    command = group.commands[sub]
     named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
-    assert named <= options, (f"{block.where}: `rlsim {sub}` has no option "
-                              f"{sorted(named - options)}")
+    inner = getattr(command, "commands", None)
+    if inner is None:  # a plain command
+        targets = {sub: command}
+    else:  # a group (`rlsim import verl|roll`): every named subcommand takes the options
+        names = line.split()[2].split("|")
+        missing = [n for n in names if n not in inner]
+        assert not missing, f"{block.where}: `rlsim {sub}` has no command {missing}"
+        targets = {f"{sub} {n}": inner[n] for n in names}
+    for name, cmd in targets.items():
+        options = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+        assert named <= options, (f"{block.where}: `rlsim {name}` has no option "
+                                  f"{sorted(named - options)}")
 
 
 def test_synopses_are_found() -> None:
