@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report crosscheck-vidur setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report crosscheck-vidur setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -96,12 +96,25 @@ belayer-report: $(STAMP)
 rollart-report: $(STAMP)
 	$(BIN)/python scenarios/rollart/make_report.py
 
-# reports/real-runs.md: every measured public RL run (tests/data/real-runs) that rlsim can
-# express, simulated with no fitting, error per record (docs/validation.md, "Public real
-# runs"); also writes scenarios/real-runs/*.yaml. Seconds on 2 cores.
+# reports/real-runs.md: every measured public RL run (validation/real_runs/*.jsonl) that
+# rlsim can express, simulated with no fitting, error per record (docs/validation.md, "Public
+# real runs", whose corpus table it rewrites); also writes scenarios/real-runs/*.yaml. Seconds
+# on 2 cores.
 .PHONY: real-runs
 real-runs: $(STAMP)
 	$(BIN)/python -m calibration.realruns
+
+# The same corpus on stdout: error per record and phase, no fitting (`rlsim validate
+# --real-runs`; add --json for the JSON document).
+validate-real: $(STAMP)
+	$(BIN)/rlsim validate --real-runs
+
+# reports/real-runs-fit.md: `rlsim fit` on the corpus: every record that times its phases
+# fitted to its own timings, and fits on one run predicting another run of the same job
+# (veRL's one-step-off README, NeMo-RL's on-policy and 1-step-off rows). About 2 minutes.
+.PHONY: real-runs-fit
+real-runs-fit: $(STAMP)
+	$(BIN)/python -m calibration.realruns.fitcheck
 
 # reports/crosscheck-vidur.md: rlsim's rollout engine against Vidur's vLLM scheduler on the
 # same request batches (crosscheck/README.md). Vidur lives in its own environment,

@@ -6,20 +6,25 @@ over records, and the rendering. SimPy-free: it reads summaries, not runs.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # A record's timing key(s) -> the rlsim phases (docs/metrics.md) that price the same work.
-# rlsim's `ref` phase holds both log-prob forwards (reference and old policy); `switch`
-# (colocated wake-up/offload) counts with the weight sync, as veRL's update_weights
-# includes the engine's wake-up and resharding.
+# rlsim's `ref` phase holds both log-prob forwards (reference and old policy) and, under
+# PPO, the critic's values; its `train` phase the actor's update and, under PPO, the
+# critic's; `switch` (colocated wake-up/offload) counts with the weight sync, as veRL's
+# update_weights includes the engine's wake-up and resharding.
 PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gen": (("gen",), ("gen",)),
-    "logprob": (("old_log_prob", "ref"), ("ref",)),
-    "update_actor": (("update_actor",), ("train",)),
+    "logprob": (("old_log_prob", "ref", "values"), ("ref",)),
+    "update_actor": (("update_actor", "update_critic"), ("train",)),
     "update_weights": (("update_weights",), ("weight_sync", "switch")),
 }
+# Passes only a PPO run (train.critic) computes: left out of a phase unless `computed`
+# says the run has them.
+CRITIC_KEYS = ("values", "update_critic")
 
 
 def rel_error(simulated: float, measured: float) -> float:
@@ -50,6 +55,7 @@ class Row:
     sim_phase_s: dict[str, float] = field(default_factory=dict)  # rlsim's phase_time_s
     reason: str | None = None
     lengths: str = ""
+    source_url: str = ""
 
     @property
     def simulated(self) -> bool:
@@ -72,12 +78,13 @@ class Row:
 def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
                 computed: dict[str, bool], policy: str) -> dict[str, tuple[float, float]]:
     """(measured, simulated) per comparable phase. A phase is compared only if the record
-    times every pass rlsim computes in it (`computed`: which record keys rlsim runs);
-    gen only under sync, where both sides mean generation (under one_off/async a
-    record's gen and rlsim's gen are different things, docs/metrics.md)."""
+    times every pass rlsim computes in it (`computed`: which record keys rlsim runs; the
+    critic's passes only when it says so); gen only under sync, where both sides mean
+    generation (under one_off/async a record's gen and rlsim's gen are different things,
+    docs/metrics.md)."""
     pairs: dict[str, tuple[float, float]] = {}
     for key, (measured_keys, sim_phases) in PHASES.items():
-        keys = [k for k in measured_keys if computed.get(k, True)]
+        keys = [k for k in measured_keys if computed.get(k, k not in CRITIC_KEYS)]
         if not keys or any(k not in timing_s for k in keys):
             continue
         if key == "gen" and policy != "sync":
@@ -124,8 +131,10 @@ def where_error_lines(rows: Sequence[Row]) -> list[str]:
                      f"{worst} |")
     step_only = [r for r in rows if r.simulated and not r.phases]
     if step_only:
-        lines += ["", "Records that time only the step (NeMo-RL's performance table): rlsim's "
-                  "own split of its step, s (gen is the trainer's wait under async):", "",
+        lines += ["", "Records that time only the step (e.g. NeMo-RL's performance table): "
+                  "rlsim's own split of its step, s (under async gen is the trainer's wait; "
+                  "under one_off generation runs beside training, so the phases can add up "
+                  "to more than the step and 'other' is then negative):", "",
                   "| record | error | gen | log-prob | train | weight sync + switch | other |",
                   "|---|---|---|---|---|---|---|"]
         for r in step_only:
@@ -147,17 +156,24 @@ def _s(x: float | None) -> str:
     return "" if x is None else f"{x:.1f}"
 
 
+def framework_family(framework: str) -> str:
+    """A record's framework without its qualifiers: "verl (dapo recipe)" -> "verl"."""
+    return re.split(r"[\s(]", framework.strip().lower(), maxsplit=1)[0]
+
+
 def summary_lines(rows: Sequence[Row]) -> list[str]:
-    """The medians: overall, NeMo-RL only, dense and MoE, with their counts."""
+    """The medians: overall, per framework, dense and MoE, with their counts."""
     def med(sel: Sequence[Row]) -> str:
         errs = [r.step_error for r in sel if r.step_error is not None]
         m = median_abs(errs)
         return f"{m:.0%} over {len(errs)}" if m is not None else f"- (0 of {len(sel)})"
 
     sim = [r for r in rows if r.simulated]
+    families = sorted({framework_family(r.framework) for r in sim})
     groups = (
         ("all records", sim),
-        ("NeMo-RL only", [r for r in sim if r.framework.startswith("nemo-rl")]),
+        *((f"{fam} only", [r for r in sim if framework_family(r.framework) == fam])
+          for fam in families),
         ("dense models", [r for r in sim if r.moe is False]),
         ("MoE models", [r for r in sim if r.moe]),
     )
@@ -183,5 +199,19 @@ def render_table(rows: Sequence[Row]) -> list[str]:
             else:
                 cells.append("")
         cells.append(r.reason or "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def corpus_table(rows: Sequence[Row]) -> list[str]:
+    """Every record with its source, whether rlsim simulates it (and why not) and the step
+    error: the table docs/validation.md carries (generated, never edited by hand)."""
+    lines = ["| record | source | framework | GPUs | measured step s | rlsim step s | error "
+             "| simulated / why not |", "|" + "---|" * 8]
+    for r in rows:
+        status = "yes" if r.simulated else (r.reason or "no measured step time")
+        cells = [f"`{r.id}`", f"[link]({r.source_url})" if r.source_url else "",
+                 r.framework, r.gpus, _s(r.measured_step_s), _s(r.simulated_step_s),
+                 _pct(r.step_error), status.replace("|", "/")]
         lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -1,21 +1,27 @@
 """Turns a measured run record into an rlsim scenario, or into the reason it cannot be one.
 
-Owns the mapping from a record's fields (and, where the record is silent, its framework's
-cited public config, sources.py) to a scenario dict that rlsim.config's Scenario validates.
-Every value it did not read off the record is listed in `Translation.taken` with its source;
-every stated fact rlsim has no field for is listed in `dropped`. Nothing is fitted.
+Owns the mapping from a record to a scenario dict that rlsim.config's Scenario validates.
+Each value comes from, in order: the record's own fields, its inline `config` (each entry
+with its source), its framework's cited public config (sources.py: NeMo-RL's recipes,
+veRL's one-step-off scripts and trainer defaults), and last rlsim's own default
+(defaults.py). Every value not read off the record's top level is listed in
+`Translation.taken` with its source ("record config: ...", a cited file:line, or "default
+(not stated)"); every stated fact rlsim has no field for is listed in `dropped`. A
+framework with no tables here (OpenRLHF, slime, AReaL, ROLL, veRL without a mapped script)
+is translated from the record and its `config` alone. Nothing is fitted.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calibration.realruns.records import ROOT, RunRecord
+from calibration.realruns.defaults import NOT_STATED, fill_defaults, schema_default
+from calibration.realruns.lengths import dapo_lognormal, median_for_capped_mean
+from calibration.realruns.records import RunRecord
 from calibration.realruns.sources import (
     MODEL_NAMES,
     NEMO_RL,
@@ -31,12 +37,19 @@ from calibration.realruns.sources import (
     Cited,
     nemo_rl_path,
 )
+from rlsim.config.errors import ScenarioError
 from rlsim.config.hardware import GPUS, lookup_model
 
 STEPS = 5          # simulated steps per record
 WARMUP_STEPS = 1   # left out of the step time (output.warmup_steps)
 GPUS_PER_NODE = 8  # DGX/HGX nodes: NeMo-RL recipes' cluster.gpus_per_node, veRL's scripts
-DAPO_TRACE = ROOT / "traces" / "polytrace" / "dapo-qwen2.5-32b"
+_VERL_DEFAULTS = "verl/trainer/config/_generated_ppo_trainer.yaml"
+
+# Words of a record's free-text `mode` that say the run was not on-policy and colocated;
+# such a record needs config.policy / config.placement unless a mapped script says it.
+_OFF_POLICY_WORDS = ("async", "off-policy", "off_policy", "one-step", "one_off", "disagg",
+                     "partial", "stale")
+
 
 @dataclass
 class Translation:
@@ -73,18 +86,39 @@ def resolve_gpu(text: str | None) -> str | None:
     return None
 
 
-def catalogue_model(hf_name: str | None) -> tuple[str | None, str]:
-    """(rlsim model name, why not) for a record's Hugging Face name."""
+def catalogue_model(hf_name: str | None) -> tuple[str | None, str, str]:
+    """(rlsim model name, why not, how it was matched) for a record's Hugging Face name:
+    sources.MODEL_NAMES first (same architecture under another name), else the importers'
+    name match (the name's last part is a catalogue name, possibly with -Instruct etc.)."""
     if not hf_name:
-        return None, "model not stated"
+        return None, "model not stated", ""
     cited = MODEL_NAMES.get(hf_name)
     if cited is None:
-        return None, f"model missing: {hf_name} has no rlsim catalogue entry"
+        from rlsim.importers.base import resolve_model
+
+        try:
+            return (resolve_model(hf_name, "model"), "",
+                    "its name is a catalogue name, rlsim.importers.base.resolve_model")
+        except ScenarioError:
+            return None, f"model missing: {hf_name} has no rlsim catalogue entry", ""
     try:
         lookup_model(cited.value)
     except KeyError:
-        return None, f"model missing: {hf_name} ({cited.value}) is not in rlsim's catalogue yet"
-    return cited.value, ""
+        return (None, f"model missing: {hf_name} ({cited.value}) is not in rlsim's catalogue "
+                "yet", "")
+    return cited.value, "", ""
+
+
+def backend_name(text: str) -> str | None:
+    """rlsim's train.backend for a record's train_backend, None when rlsim has no such."""
+    t = text.lower()
+    if "fsdp2" in t:
+        return "fsdp2"
+    if "fsdp" in t:
+        return "fsdp"
+    if "megatron" in t or "mcore" in t:
+        return "megatron"
+    return None
 
 
 _NOTE_PATTERNS = {
@@ -113,47 +147,6 @@ def note_facts(notes: str) -> dict[str, Any]:
     return facts
 
 
-def _phi(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def capped_lognormal_mean(median: float, sigma: float, cap: float) -> float:
-    """E[min(X, cap)] for ln X ~ N(ln median, sigma^2) (a closed form)."""
-    mu = math.log(median)
-    z = (math.log(cap) - mu) / sigma
-    return math.exp(mu + sigma**2 / 2) * _phi(z - sigma) + cap * (1.0 - _phi(z))
-
-
-def median_for_capped_mean(mean: float, sigma: float, cap: float) -> float:
-    """The lognormal median whose lengths, capped at `cap`, have this mean (bisection in
-    log space; the capped mean rises monotonically with the median)."""
-    if not 0 < mean < cap:
-        raise ValueError(f"a mean length of {mean:g} cannot be reached under a cap of {cap:g}")
-    lo, hi = math.log(1e-3), math.log(cap) + 12 * sigma
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if capped_lognormal_mean(math.exp(mid), sigma, cap) < mean:
-            lo = mid
-        else:
-            hi = mid
-    return math.exp((lo + hi) / 2)
-
-
-def dapo_lognormal() -> tuple[float, float]:
-    """(median, sigma) of the lognormal fitted to the shipped DAPO math trace's response
-    lengths (exp of the mean log length, std of the log lengths): the length shape of a
-    math RLVR run, measured (traces/polytrace/README.md)."""
-    logs: list[float] = []
-    for path in sorted(DAPO_TRACE.glob("packed_lengths_step_*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if not row.get("validate"):
-                logs.extend(math.log(x) for x in row["output"])
-    mean = sum(logs) / len(logs)
-    sigma = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
-    return math.exp(mean), sigma
-
-
 # ---------------------------------------------------------------- the translator
 class _Builder:
     def __init__(self, rec: RunRecord) -> None:
@@ -178,14 +171,29 @@ class _Builder:
                 return self.take(name, cited, where)
         return None
 
+    def cfg(self, key: str, name: str) -> Any:
+        """What the record states for a `config` name: its top level (older records) or its
+        `config` entry, logged in `taken` with the entry's source; None if neither."""
+        value, entry = self.rec.stated(key)
+        if entry is not None:
+            self.t.taken.append(f"{name} = {value} (record config: {entry.source})")
+        return value
 
-def _framework(rec: RunRecord) -> str | None:
+    def default(self, path: str) -> Any:
+        """rlsim's default for a field, logged as not stated."""
+        value = schema_default(path)
+        self.t.taken.append(f"{path} = {value} ({NOT_STATED})")
+        return value
+
+
+def _framework(rec: RunRecord) -> str:
+    """Whose cited tables apply: "nemo-rl", "verl", or "" (none: the record and rlsim)."""
     fw = rec.framework.lower()
     if fw.startswith("nemo-rl"):
         return "nemo-rl"
     if fw == "verl":
         return "verl"
-    return None
+    return ""
 
 
 def script_key(rec: RunRecord, fw: str) -> tuple[str, str] | None:
@@ -196,29 +204,40 @@ def script_key(rec: RunRecord, fw: str) -> tuple[str, str] | None:
     return (rec.train_backend or "", layout)
 
 
+_BATCH_FIELDS = ("ppo_epochs", "micro_batch_size_per_gpu", "max_token_len_per_gpu",
+                 "log_prob_micro_batch_size_per_gpu", "log_prob_max_token_len_per_gpu",
+                 "param_offload", "optimizer_offload")
+
+
 def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[str, Cited],
                      facts: dict[str, Any], key: tuple[str, str] | None, prompts: int, n: int,
-                     old: bool) -> bool:
+                     old: bool | None, old_stated: bool) -> bool | None:
     """Fill the trainer's framework-layer fields (backend, optimizer steps, micro-batching,
-    recompute, offload) from the record and its framework's config; return whether the
-    old-log-prob pass runs (a stated batch size can rule out a recipe's
+    recompute, offload) from the record, its config and its framework's tables; return
+    whether the old-log-prob pass runs (a stated batch size can rule out a recipe's
     force_on_policy_ratio)."""
     rec = b.rec
+    stated = {f: b.cfg(f, f"train.{f}") for f in ("ppo_mini_batch_size", *_BATCH_FIELDS)}
+    stated_recompute = "recompute" in train
     if fw == "nemo-rl" and recipe:
         batching = NEMO_RL_BATCHING[facts["recipe"]]
         train["backend"] = b.first("train.backend", rec.train_backend,
                                    (batching["backend"], NEMO_RL))
-        train["recompute"] = "full" if train.get("recompute_activations") else "none"
-        if train["recompute"] == "full":
-            b.take("train.recompute", NEMO_RL_COMMON["recompute_granularity"], NEMO_RL)
+        if not stated_recompute:
+            train["recompute"] = "full" if train.get("recompute_activations") else "none"
+            if train["recompute"] == "full":
+                b.take("train.recompute", NEMO_RL_COMMON["recompute_granularity"], NEMO_RL)
         samples = prompts * n
         t_gbs = b.first("train_global_batch_size (samples per optimizer step)",
                         facts.get("t_gbs"), (batching["train_gbs"], NEMO_RL))
-        if t_gbs % n == 0 and samples % t_gbs == 0:
+        if stated["ppo_mini_batch_size"] is not None:
+            train["ppo_mini_batch_size"] = stated["ppo_mini_batch_size"]
+            t_gbs = train["ppo_mini_batch_size"] * n
+        elif t_gbs % n == 0 and samples % t_gbs == 0:
             train["ppo_mini_batch_size"] = t_gbs // n
         else:
             b.t.dropped.append(f"T-GBS {t_gbs} (not whole prompts of {n} samples)")
-        if not old and t_gbs != samples:
+        if old is False and not old_stated and t_gbs != samples:
             # The recipe's force_on_policy_ratio needs T-GBS == G-GBS (grpo.py asserts it);
             # the measured run's T-GBS differs, so it ran with the default and computed
             # the previous-policy log-probs.
@@ -230,30 +249,48 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
                NEMO_RL)
         max_total = recipe["max_total"].value
         cp = train.get("cp", 1)
-        train["max_token_len_per_gpu"] = b.take(
-            "train.max_token_len_per_gpu (max_total_sequence_length x train_micro_batch_size"
-            " / cp)", Cited(math.ceil(max_total * batching["train_mbs"].value / cp),
-                            f"{recipe['max_total'].source}, {batching['train_mbs'].source}"),
-            NEMO_RL)
-        train["log_prob_max_token_len_per_gpu"] = b.take(
-            "train.log_prob_max_token_len_per_gpu (max_total_sequence_length x "
-            "logprob_batch_size / cp)",
-            Cited(math.ceil(max_total * batching["logprob_mbs"].value / cp),
-                  f"{recipe['max_total'].source}, {batching['logprob_mbs'].source}"), NEMO_RL)
+        # With sequence packing a micro-batch is a token budget: max_total_sequence_length
+        # x the micro-batch size (train_micro_batch_size, logprob_batch_size). A stated
+        # micro-batch size (config) replaces the recipe's in that product.
+        for field_name, mbs_field, mbs_key, what in (
+                ("max_token_len_per_gpu", "micro_batch_size_per_gpu", "train_mbs",
+                 "train_micro_batch_size"),
+                ("log_prob_max_token_len_per_gpu", "log_prob_micro_batch_size_per_gpu",
+                 "logprob_mbs", "logprob_batch_size")):
+            mbs = stated[mbs_field]
+            if stated[field_name] is not None:
+                train[field_name] = stated[field_name]
+            elif mbs is not None:
+                train[field_name] = math.ceil(max_total * mbs / cp)
+                b.t.taken.append(
+                    f"train.{field_name} (max_total_sequence_length x {what} / cp) = "
+                    f"{train[field_name]} ({NEMO_RL}{nemo_rl_path(recipe['max_total'].source)}"
+                    f"; {what} {mbs} as the record's config states)")
+            else:
+                train[field_name] = b.take(
+                    f"train.{field_name} (max_total_sequence_length x {what} / cp)",
+                    Cited(math.ceil(max_total * batching[mbs_key].value / cp),
+                          f"{recipe['max_total'].source}, {batching[mbs_key].source}"),
+                    NEMO_RL)
+        for f in _BATCH_FIELDS:
+            if stated[f] is not None and f not in train and "micro_batch_size" not in f:
+                train[f] = stated[f]
         b.t.dropped.append("sequence packing by modified_first_fit_decreasing "
                            "(grpo_math_1B.yaml:335; rlsim packs next-fit in order)")
     elif fw == "verl" and key in VERL_BATCHING:
         assert key is not None
         v = VERL_BATCHING[key]
         train["backend"] = b.first("train.backend", rec.train_backend, (v["backend"], VERL))
-        train["recompute"] = b.take("train.recompute", v["recompute"], VERL)
-        train["recompute_activations"] = train["recompute"] != "none"
-        if "cp" in v:
+        if not stated_recompute:
+            train["recompute"] = b.take("train.recompute", v["recompute"], VERL)
+            train["recompute_activations"] = train["recompute"] != "none"
+        if "cp" in v and "cp" not in train:
             train["cp"] = b.take("train.cp (Ulysses sequence parallel)", v["cp"], VERL)
-        stated_mini = rec.raw.get("ppo_mini_batch_size")
-        train["ppo_mini_batch_size"] = b.first("train.ppo_mini_batch_size", stated_mini,
+        train["ppo_mini_batch_size"] = b.first("train.ppo_mini_batch_size",
+                                               stated["ppo_mini_batch_size"],
                                                (v["mini"], VERL))
-        train["ppo_epochs"] = b.take("train.ppo_epochs", VERL_COMMON["ppo_epochs"], VERL)
+        train["ppo_epochs"] = b.first("train.ppo_epochs", stated["ppo_epochs"],
+                                      (VERL_COMMON["ppo_epochs"], VERL))
         for field_name, k in (("micro_batch_size_per_gpu", "micro"),
                               ("log_prob_micro_batch_size_per_gpu", "log_prob_micro"),
                               ("max_token_len_per_gpu", "max_token_len"),
@@ -261,33 +298,62 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
                               ("param_offload", "param_offload"),
                               ("optimizer_offload", "optimizer_offload"),
                               ("grad_offload", "grad_offload")):
-            if k in v:
-                train[field_name] = b.take(f"train.{field_name}", v[k], VERL)
+            value = b.first(f"train.{field_name}", stated.get(field_name), (v.get(k), VERL))
+            if value is not None:
+                train[field_name] = value
         if key[0] != "megatron":  # Megatron's THD packing is the backend's own behaviour
             b.t.dropped.append("fsdp_size=2 (HSDP shard groups of 2 GPUs)")
-    elif rec.train_backend:
-        b.t.dropped.append(f"train_backend={rec.train_backend} (no config mapped)")
+    else:
+        # No batching tables for this run: the record and its config, then veRL's trainer
+        # defaults for a veRL run, then rlsim's (defaults.py).
+        if rec.train_backend:
+            backend = backend_name(rec.train_backend)
+            if backend is None:
+                b.t.dropped.append(f"train_backend={rec.train_backend} (rlsim has no such "
+                                   "trainer backend)")
+                train["backend"] = schema_default("train.backend")
+                b.t.taken.append(f"train.backend = {train['backend']} (rlsim's default: the "
+                                 f"stated {rec.train_backend} is no rlsim backend)")
+            else:
+                train["backend"] = backend
+        if stated["ppo_mini_batch_size"] is not None:
+            train["ppo_mini_batch_size"] = stated["ppo_mini_batch_size"]
+        for f in _BATCH_FIELDS:
+            if stated[f] is not None:
+                train[f] = stated[f]
+        if fw == "verl" and "ppo_epochs" not in train:
+            train["ppo_epochs"] = b.take("train.ppo_epochs", VERL_COMMON["ppo_epochs"], VERL)
+    if train.get("backend") in ("fsdp", "fsdp2") and "tp" not in train:
+        train["tp"] = 1  # FSDP shards parameters over data-parallel ranks: no TP
     return old
 
 
 def _engine_options(b: _Builder, fw: str) -> dict[str, Any]:
     """Rollout engine switches (CUDA graphs, weight and KV dtypes, expert parallelism): the
-    framework's settings, which the records never change."""
+    record's config, else the framework's settings, else rlsim's (filled later)."""
+    eager = b.cfg("enforce_eager", "vLLM enforce_eager (rollout.cuda_graphs = not it)")
+    ep = b.cfg("rollout_ep", "rollout.ep")
+    out: dict[str, Any] = {}
+    if eager is not None:
+        out["cuda_graphs"] = not eager
+    if fw not in ("nemo-rl", "verl"):
+        if ep is not None:
+            out["ep"] = ep
+        return out
     common = NEMO_RL_COMMON if fw == "nemo-rl" else VERL_COMMON
     src = NEMO_RL if fw == "nemo-rl" else VERL
-    if fw not in ("nemo-rl", "verl"):
-        return {}
-    return {
-        "cuda_graphs": not b.take("vLLM enforce_eager (rollout.cuda_graphs = not it)",
-                                  common["enforce_eager"], src),
-        "dtype": b.take("rollout.dtype", common["precision"], src),
-        "kv_cache_dtype": b.take("rollout.kv_cache_dtype", common["kv_cache_dtype"], src),
-        "ep": b.take("rollout.ep", common["rollout_ep"], src),
-    }
+    if eager is None:
+        out["cuda_graphs"] = not b.take("vLLM enforce_eager (rollout.cuda_graphs = not it)",
+                                        common["enforce_eager"], src)
+    out["dtype"] = b.take("rollout.dtype", common["precision"], src)
+    out["kv_cache_dtype"] = b.take("rollout.kv_cache_dtype", common["kv_cache_dtype"], src)
+    out["ep"] = b.first("rollout.ep", ep, (common["rollout_ep"], src))
+    return out
 
 
 def _weight_sync(b: _Builder, fw: str, colocated: bool, gpu: str) -> dict[str, Any]:
-    """The weight-sync scheme, bucket size and engine sleep level the framework uses."""
+    """The weight-sync scheme, bucket size and engine sleep level the framework uses
+    (empty for a framework without tables: rlsim's defaults, filled later)."""
     if fw == "nemo-rl":
         c = NEMO_RL_COMMON
         framework = b.take("weight_sync.framework", c["refit_framework"], NEMO_RL)
@@ -319,6 +385,139 @@ def _weight_sync(b: _Builder, fw: str, colocated: bool, gpu: str) -> dict[str, A
     return {}
 
 
+def _policy(b: _Builder, fw: str, recipe: dict[str, Cited], script: dict[str, Cited],
+            rollout: dict[str, Any], train: dict[str, Any], gpus: int) -> dict[str, Any] | None:
+    """The scheduling policy and placement (and the GPU split when disaggregated): the
+    record's config, else its NeMo-RL recipe or veRL one-step-off script, else rlsim's
+    default (sync, colocated). None, with a problem noted, when the run is off-policy or
+    disaggregated in words only, or its GPU split is not stated."""
+    rec = b.rec
+    name = b.cfg("policy", "policy.name")
+    placement = b.cfg("placement", "policy.placement")
+    src = NEMO_RL if fw == "nemo-rl" else VERL
+    recipe_split = bool(recipe) and not recipe["colocated"].value
+    script_split = fw == "verl" and bool(script) and (rec.mode or "").startswith("async")
+    if name is None and placement is None and not (recipe_split or script_split):
+        words = (rec.mode or "").lower()
+        if fw != "nemo-rl" and any(w in words for w in _OFF_POLICY_WORDS):
+            b.problems.append(f"mode stated only in words ({rec.mode!r}): state "
+                              "config.policy and config.placement")
+            return None
+    if placement is None:
+        placement = "disaggregated" if recipe_split or script_split else None
+    if name is None:
+        name = "async" if recipe_split else "one_off" if script_split else None
+    if placement == "disaggregated":
+        gen_gpus = b.cfg("rollout_gpus", "rollout.gpus")
+        if gen_gpus is None and recipe_split:
+            gen_gpus = b.take("rollout.gpus (generation nodes x 8)",
+                              Cited(recipe["gen_nodes"].value * GPUS_PER_NODE,
+                                    recipe["gen_nodes"].source), src)
+        elif gen_gpus is None and script_split:
+            gen_gpus = b.take("rollout.gpus", script.get("rollout_gpus"), VERL)
+        if gen_gpus is None:
+            b.problems.append("disaggregated run: the rollout/train GPU split is not stated")
+            return None
+        train_gpus = b.cfg("train_gpus", "train.gpus")
+        if train_gpus is None:
+            train_gpus = gpus - gen_gpus
+        if gen_gpus + train_gpus > gpus or train_gpus <= 0:
+            b.problems.append(f"GPU split {gen_gpus} rollout + {train_gpus} train does not "
+                              f"fit the {gpus} GPUs stated")
+            return None
+        rollout["gpus"], train["gpus"] = gen_gpus, train_gpus
+    policy: dict[str, Any] = {
+        "name": name if name is not None else b.default("policy.name"),
+        "placement": placement if placement is not None else b.default("policy.placement"),
+    }
+    if policy["name"] == "async":
+        alpha = b.cfg("async_alpha", "policy.asynchronous.alpha")
+        if alpha is None and recipe_split:
+            alpha = b.take("policy.asynchronous.alpha", recipe["age"], src)
+        if alpha is None:
+            alpha = b.default("policy.asynchronous.alpha")
+        policy["asynchronous"] = {"alpha": alpha}
+    return policy
+
+
+def _response_lengths(b: _Builder, script: dict[str, Cited], cap: int | None
+                      ) -> dict[str, Any] | None:
+    """The response-length lognormal: a stated median (config) or mean (top level), the
+    spread from config or the DAPO trace; for the veRL one-step-off README runs alone, which
+    state no length, the DAPO trace's own lognormal (kept from the first version of this
+    harness: those runs are DAPO math runs like the trace). None, with a problem noted,
+    for any other record without a length."""
+    rec = b.rec
+    median0, sigma0 = dapo_lognormal()
+    sigma = b.cfg("response_len_sigma", "workload.response_len.sigma")
+    sigma_from = "as stated" if sigma is not None else "of the DAPO trace"
+    if sigma is None:
+        sigma = sigma0
+    median = b.cfg("response_len_median", "workload.response_len.median")
+    if median is not None:
+        b.t.lengths = f"lognormal, median {median:g} as stated, sigma {sigma:.3f} {sigma_from}"
+    elif rec.response_len_mean is not None:
+        if cap is None:
+            return None  # the missing cap is reported on its own
+        try:
+            median = median_for_capped_mean(rec.response_len_mean, sigma, cap)
+        except ValueError:
+            b.problems.append(f"stated mean response length {rec.response_len_mean:g} is not "
+                              f"below max_response_len {cap}")
+            return None
+        b.t.lengths = (f"lognormal, mean {rec.response_len_mean:g} as stated (median "
+                       f"{median:.0f}, sigma {sigma:.3f} {sigma_from})")
+    elif script:
+        median = median0
+        b.t.lengths = (f"not stated: the DAPO trace's lognormal (median {median:.0f}, sigma "
+                       f"{sigma:.3f}); kept for the veRL one-step-off README runs only, DAPO "
+                       "math runs like the trace")
+    else:
+        b.problems.append("response length not stated (neither response_len_mean nor "
+                          "config.response_len_median)")
+        return None
+    return {"dist": "lognormal", "median": round(float(median), 3), "sigma": round(sigma, 6)}
+
+
+def _prompt_lengths(b: _Builder, max_prompt: int) -> dict[str, Any] | None:
+    """A lognormal of the stated mean prompt length (rlsim's default spread), or None for
+    rlsim's default distribution (filled later)."""
+    mean = b.cfg("prompt_len_mean", "workload.prompt_len (mean)")
+    if mean is None:
+        return None
+    sigma = schema_default("workload.prompt_len")["sigma"]
+    b.t.taken.append(f"workload.prompt_len.sigma = {sigma} ({NOT_STATED})")
+    try:
+        median = median_for_capped_mean(mean, sigma, max_prompt)
+    except ValueError:
+        b.problems.append(f"stated mean prompt length {mean:g} is not below max_prompt_len "
+                          f"{max_prompt}")
+        return None
+    return {"dist": "lognormal", "median": round(median, 3), "sigma": sigma}
+
+
+def _pool(b: _Builder, gpu: str, gpus: int) -> dict[str, Any] | None:
+    """One pool of the stated GPUs: the record's node count, else nodes of 8."""
+    rec = b.rec
+    if rec.nodes is not None:
+        if rec.nodes <= 0 or gpus % rec.nodes:
+            b.problems.append(f"{gpus} GPUs do not split evenly over the {rec.nodes} nodes "
+                              "stated")
+            return None
+        return {"name": "cluster", "gpu": gpu, "nodes": rec.nodes,
+                "gpus_per_node": gpus // rec.nodes}
+    if gpus > GPUS_PER_NODE and gpus % GPUS_PER_NODE:
+        b.problems.append(f"{gpus} GPUs are not whole nodes of {GPUS_PER_NODE} and the node "
+                          "count is not stated")
+        return None
+    per_node = min(gpus, GPUS_PER_NODE)
+    if gpus > GPUS_PER_NODE:
+        b.t.taken.append(f"pools.0.gpus_per_node = {per_node} ({NOT_STATED}: nodes of "
+                         f"{GPUS_PER_NODE} GPUs, DGX/HGX)")
+    return {"name": "cluster", "gpu": gpu, "nodes": max(1, gpus // GPUS_PER_NODE),
+            "gpus_per_node": per_node}
+
+
 def translate(rec: RunRecord) -> Translation:
     """The record as a scenario dict, or the reasons it is not simulated."""
     b = _Builder(rec)
@@ -329,14 +528,11 @@ def translate(rec: RunRecord) -> Translation:
                           else "GPU type not stated")
     if rec.gpus_total is None:
         b.problems.append("GPU count not stated")
-    model, why = catalogue_model(rec.model)
+    model, why, matched = catalogue_model(rec.model)
     if model is None:
         b.problems.append(why)
     if rec.multi_turn:
         b.problems.append("multi-turn agentic run: its environment is not stated")
-    if fw is None:
-        b.problems.append(f"framework {rec.framework!r}: no public config mapped")
-        fw = ""
 
     recipe: dict[str, Cited] = {}
     script: dict[str, Cited] = {}
@@ -368,125 +564,145 @@ def translate(rec: RunRecord) -> Translation:
         b.problems.append("responses per prompt (rollout_n) not stated")
     if rec.max_response_len is None:
         b.problems.append("max response length not stated")
+    response_len = _response_lengths(b, script, rec.max_response_len)
     if "step" not in rec.timing_s:
         b.problems.append("no measured step time")
+    pool = _pool(b, gpu, rec.gpus_total) if gpu and rec.gpus_total else None
     if b.problems:
         b.t.reason = "; ".join(b.problems)
         return b.t
     assert gpu is not None and rec.gpus_total is not None and model is not None
     assert prompts is not None and n is not None and rec.max_response_len is not None
+    assert response_len is not None and pool is not None
+    if matched:
+        b.t.taken.append(f"model = {model} ({rec.model}: {matched})")
 
     # ------------------------------------------------------------ engines
     gen_tp = facts["generation"][0] if "generation" in facts else None
     rollout_tp = b.first("rollout.tp", rec.rollout_tp or gen_tp,
                          (recipe.get("rollout_tp"), src), (script.get("rollout_tp"), src),
-                         (Cited(2, "verl/trainer/config/_generated_ppo_trainer.yaml:206"),
-                          VERL) if fw == "verl" else (None, ""))
+                         (Cited(2, f"{_VERL_DEFAULTS}:206"), VERL) if fw == "verl"
+                         else (None, ""))
+    stated_seqs = b.cfg("max_num_seqs", "rollout.max_running_seqs")
+    stated_batched = b.cfg("max_num_batched_tokens", "rollout.max_batched_tokens")
+    stated_mem = b.cfg("gpu_memory_utilization", "rollout.gpu_memory_utilization")
     if fw == "nemo-rl":
-        max_seqs = b.take("rollout.max_running_seqs", NEMO_RL_VLLM["max_num_seqs"])
-        max_batched = b.take("rollout.max_batched_tokens", NEMO_RL_VLLM["max_num_batched_tokens"])
-        gpu_mem = b.take("rollout.gpu_memory_utilization", recipe.get("gpu_mem"), src)
-    else:
-        max_seqs = b.take("rollout.max_running_seqs", VERL_ROLLOUT["max_num_seqs"], VERL)
+        max_seqs = b.first("rollout.max_running_seqs", stated_seqs,
+                           (NEMO_RL_VLLM["max_num_seqs"], ""))
+        max_batched = b.first("rollout.max_batched_tokens", stated_batched,
+                              (NEMO_RL_VLLM["max_num_batched_tokens"], ""))
+        gpu_mem = b.first("rollout.gpu_memory_utilization", stated_mem,
+                          (recipe.get("gpu_mem"), src))
+    elif fw == "verl":
+        max_seqs = b.first("rollout.max_running_seqs", stated_seqs,
+                           (VERL_ROLLOUT["max_num_seqs"], VERL))
         max_batched = b.first(
-            "rollout.max_batched_tokens", None, (script.get("max_batched"), VERL),
-            (Cited(8192, "verl/trainer/config/_generated_ppo_trainer.yaml:210"), VERL))
+            "rollout.max_batched_tokens", stated_batched, (script.get("max_batched"), VERL),
+            (Cited(8192, f"{_VERL_DEFAULTS}:210"), VERL))
         gpu_mem = b.first(
-            "rollout.gpu_memory_utilization", None, (script.get("gpu_mem"), VERL),
-            (Cited(0.5, "verl/trainer/config/_generated_ppo_trainer.yaml:201"), VERL))
+            "rollout.gpu_memory_utilization", stated_mem, (script.get("gpu_mem"), VERL),
+            (Cited(0.5, f"{_VERL_DEFAULTS}:201"), VERL))
+    else:
+        max_seqs, max_batched, gpu_mem = stated_seqs, stated_batched, stated_mem
 
     # ------------------------------------------------------------ trainer
     training = facts.get("training")  # (TP, CP, EP, PP) of the measured run
-    train_tp = b.first("train.tp", rec.actor_tp or (training[0] if training else None),
+    train_tp = b.first("train.tp", b.cfg("train_tp", "train.tp")
+                       or (training[0] if training else None),
                        (recipe.get("train_tp"), src), (script.get("train_tp"), src))
-    train_cp = b.first("train.cp", training[1] if training else None,
-                       (recipe.get("train_cp"), src))
-    train_pp = b.first("train.pp", rec.actor_pp or (training[3] if training else None),
+    train_cp = b.first("train.cp", b.cfg("train_cp", "train.cp")
+                       or (training[1] if training else None), (recipe.get("train_cp"), src))
+    train_pp = b.first("train.pp", b.cfg("train_pp", "train.pp")
+                       or (training[3] if training else None),
                        (recipe.get("train_pp"), src), (script.get("train_pp"), src))
-    ep = training[2] if training else (recipe["train_ep"].value if recipe else None)
-    recompute = b.first("train.recompute_activations", None,
-                        (recipe.get("recompute"), src), (script.get("recompute"), src))
-    train: dict[str, Any] = {"pool": "cluster", "tp": train_tp or 1, "pp": train_pp or 1,
-                             "cp": train_cp or 1}
+    ep = b.cfg("train_ep", "train.ep") or (
+        training[2] if training else (recipe["train_ep"].value if recipe else None))
+    train: dict[str, Any] = {"pool": "cluster"}
+    for key, value in (("tp", train_tp), ("pp", train_pp), ("cp", train_cp)):
+        if value is not None:
+            train[key] = value
     if fw == "verl" and rec.train_backend and rec.train_backend.startswith("fsdp"):
         train["tp"] = 1  # FSDP shards parameters over data-parallel ranks: no TP
-    if recompute is not None:
-        train["recompute_activations"] = bool(recompute)
+    recompute_mode = b.cfg("recompute", "train.recompute")
+    if recompute_mode is not None:
+        train["recompute"] = recompute_mode
+        train["recompute_activations"] = recompute_mode != "none"
+    else:
+        recompute = b.first("train.recompute_activations", None,
+                            (recipe.get("recompute"), src), (script.get("recompute"), src))
+        if recompute is not None:
+            train["recompute_activations"] = bool(recompute)
     if ep and ep > 1:
         train["ep"] = ep  # expert_model_parallel_size of the measured run (or its recipe)
 
-    if rec.use_kl is not None:
-        ref = rec.use_kl
+    algorithm = re.split(r"[\s(,]", (rec.algorithm or "").strip().lower(), maxsplit=1)[0]
+    if algorithm == "ppo":
+        train["critic"] = True
+        b.t.taken.append("train.critic = True (algorithm ppo: a value model trained beside "
+                         "the actor, veRL algorithm.adv_estimator gae)")
+    elif algorithm:
+        train["critic"] = False  # GRPO, DAPO, GSPO, RLOO, ...: no value model
+
+    use_kl = b.cfg("use_kl", "train.ref_logprob (use_kl)")
+    if use_kl is not None:
+        ref = use_kl
     elif recipe:
         ref = b.take("reference_policy_kl_penalty (reference pass when != 0)", recipe["kl"],
                      src) != 0
-    else:
+    elif fw == "verl":
         ref = b.first("train.ref_logprob", None, (script.get("kl"), VERL),
-                      (Cited(False, "verl/trainer/config/_generated_ppo_trainer.yaml:576 "
-                             "(use_kl_in_reward)"), VERL))
-    if recipe:
+                      (Cited(False, f"{_VERL_DEFAULTS}:576 (use_kl_in_reward)"), VERL))
+    else:
+        ref = None
+    if ref is not None:
+        train["ref_logprob"] = bool(ref)
+    old = b.cfg("old_logprob", "train.old_logprob")
+    old_stated = old is not None
+    if old is None and recipe:
         old = not b.take("force_on_policy_ratio (true: no old-log-prob pass)",
                          recipe["force_on_policy"], src)
-    else:
+    elif old is None and fw == "verl":
         old = True  # veRL recomputes old log-probs every step (timing_s/old_log_prob)
-    train["ref_logprob"] = bool(ref)
-
-    colocated_run = not (recipe and not recipe["colocated"].value) and not (
-        fw == "verl" and (rec.mode or "").startswith("async"))
-    old = _framework_layer(b, train, fw, recipe, facts, script_key(rec, fw), prompts, n, old)
-    train["old_logprob"] = bool(old)
-    rollout_extra = _engine_options(b, fw)
-    weight_sync = _weight_sync(b, fw, colocated_run, gpu)
+    old = _framework_layer(b, train, fw, recipe, facts, script_key(rec, fw), prompts, n,
+                           old, old_stated)
+    if old is not None:
+        train["old_logprob"] = bool(old)
 
     # ------------------------------------------------------------ placement and policy
-    gpus = rec.gpus_total
-    pool = {"name": "cluster", "gpu": gpu, "nodes": max(1, gpus // GPUS_PER_NODE),
-            "gpus_per_node": min(gpus, GPUS_PER_NODE)}
-    rollout: dict[str, Any] = {"pool": "cluster", "tp": rollout_tp,
-                               "max_running_seqs": max_seqs, "max_batched_tokens": max_batched,
-                               "gpu_memory_utilization": gpu_mem, **rollout_extra}
-    policy: dict[str, Any] = {"name": "sync", "placement": "colocated"}
-    if recipe and not recipe["colocated"].value:
-        gen_gpus = recipe["gen_nodes"].value * GPUS_PER_NODE
-        b.take("rollout.gpus (generation nodes x 8)", Cited(gen_gpus, recipe["gen_nodes"].source),
-               src)
-        age = b.take("policy.asynchronous.alpha", recipe["age"], src)
-        rollout["gpus"], train["gpus"] = gen_gpus, gpus - gen_gpus
-        policy = {"name": "async", "placement": "disaggregated",
-                  "asynchronous": {"alpha": age}}
-    elif fw == "verl" and (rec.mode or "").startswith("async"):
-        gen_gpus = b.take("rollout.gpus", script.get("rollout_gpus"), VERL)
-        if gen_gpus is None:
-            b.t.reason = "disaggregated run: the rollout/train GPU split is not stated"
-            return b.t
-        rollout["gpus"], train["gpus"] = gen_gpus, gpus - gen_gpus
-        policy = {"name": "one_off", "placement": "disaggregated"}
+    rollout: dict[str, Any] = {"pool": "cluster"}
+    for key, value in (("tp", rollout_tp), ("max_running_seqs", max_seqs),
+                       ("max_batched_tokens", max_batched),
+                       ("gpu_memory_utilization", gpu_mem)):
+        if value is not None:
+            rollout[key] = value
+    rollout.update(_engine_options(b, fw))
+    policy = _policy(b, fw, recipe, script, rollout, train, rec.gpus_total)
+    if policy is None:
+        b.t.reason = "; ".join(b.problems)
+        return b.t
+    weight_sync = _weight_sync(b, fw, policy["placement"] == "colocated", gpu)
 
     # ------------------------------------------------------------ workload
-    max_prompt = b.first("workload.max_prompt_len", rec.max_prompt_len,
+    max_prompt = b.first("workload.max_prompt_len", b.cfg("max_prompt_len",
+                                                          "workload.max_prompt_len"),
                          (script.get("max_prompt"), VERL),
                          (Cited(rec.max_response_len, "grpo_math_1B.yaml:446 "
                                 "(max_input_seq_length = max_total_sequence_length)"), src)
                          if fw == "nemo-rl" else (None, ""))
-    median0, sigma = dapo_lognormal()
-    if rec.response_len_mean is not None:
-        median = median_for_capped_mean(rec.response_len_mean, sigma, rec.max_response_len)
-        b.t.lengths = (f"lognormal, mean {rec.response_len_mean:g} as stated (median "
-                       f"{median:.0f}, sigma {sigma:.3f} of the DAPO trace)")
-    else:
-        median = median0
-        b.t.lengths = (f"not stated: the DAPO trace's lognormal (median {median:.0f}, sigma "
-                       f"{sigma:.3f})")
     workload: dict[str, Any] = {
         "prompts_per_step": prompts, "samples_per_prompt": n,
-        "response_len": {"dist": "lognormal", "median": round(median, 3),
-                         "sigma": round(sigma, 6)},
-        "max_response_len": rec.max_response_len,
+        "response_len": response_len, "max_response_len": rec.max_response_len,
     }
     if max_prompt is not None:
         workload["max_prompt_len"] = max_prompt
+    prompt_len = _prompt_lengths(b, max_prompt or schema_default("workload.max_prompt_len"))
+    if b.problems:
+        b.t.reason = "; ".join(b.problems)
+        return b.t
+    if prompt_len is not None:
+        workload["prompt_len"] = prompt_len
 
-    b.t.scenario = {
+    scenario: dict[str, Any] = {
         "name": rec.id,
         "description": f"Measured run {rec.id} ({rec.source_url}), translated by "
                        "calibration/realruns (docs/validation.md, 'Public real runs').",
@@ -494,6 +710,8 @@ def translate(rec: RunRecord) -> Translation:
         "train": train, "workload": workload, "policy": policy,
         "weight_sync": weight_sync, "output": {"warmup_steps": WARMUP_STEPS},
     }
+    fill_defaults(scenario, lookup_model(model).moe is not None, b.t.taken)
+    b.t.scenario = scenario
     return b.t
 
 

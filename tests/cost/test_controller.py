@@ -69,7 +69,7 @@ def test_defaults_are_the_cited_measurements():
 
 
 def test_advantage_constant_is_the_calibration_record():
-    # verl issue 7412, step 34 (tests/data/real-runs): timing_s/adv 0.037 s; responses from
+    # verl issue 7412, step 34 (validation/real_runs): timing_s/adv 0.037 s; responses from
     # timing_s/gen / timing_per_token_ms/gen (response tokens) / response_length/mean,
     # padded to max_response_len 3072 by the agent loop.
     responses = 541.188 / 0.359e-3 / 1267.02

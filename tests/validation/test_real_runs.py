@@ -1,6 +1,6 @@
 """The real-runs harness (calibration/realruns): loader, translator, table arithmetic.
 
-Runs on the project's copy of the records (tests/data/real-runs), never ../shared.
+Runs on the project's corpus (validation/real_runs/*.jsonl), never ../shared.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibration.realruns.lengths import capped_lognormal_mean, median_for_capped_mean
 from calibration.realruns.records import (
-    DEFAULT_PATH,
+    CORPUS_DIR,
     TIMING_KEYS,
     load_records,
     parse_record,
@@ -27,13 +28,8 @@ from calibration.realruns.table import (
     where_error_lines,
     with_remainder,
 )
-from calibration.realruns.translate import (
-    capped_lognormal_mean,
-    median_for_capped_mean,
-    note_facts,
-    resolve_gpu,
-    translate,
-)
+from calibration.realruns.translate import note_facts, resolve_gpu, translate
+from rlsim.config.errors import ScenarioError
 from rlsim.config.scenario import Scenario
 
 
@@ -44,9 +40,10 @@ def records():
 
 # ---------------------------------------------------------------- loader
 def test_loader_reads_every_record_typed(records) -> None:
-    assert DEFAULT_PATH.exists()
-    assert len(records) == 40
-    assert sum(r.complete for r in records.values()) == 6
+    first = load_records(CORPUS_DIR / "runs.jsonl")   # the first 40, unchanged
+    assert len(first) == 40
+    assert sum(r.complete for r in first) == 6
+    assert {r.id for r in first} <= set(records)
     for r in records.values():
         assert set(r.timing_s) <= set(TIMING_KEYS)
     llama = records["nemorl-v0.5-llama31_8b-grpo-on-16xH100"]
@@ -61,18 +58,19 @@ def _raw(**extra):
 
 
 def test_loader_names_an_unknown_timing_key() -> None:
-    with pytest.raises(ValueError, match=r"unknown timing key\(s\) genn"):
+    with pytest.raises(ScenarioError, match=r"unknown timing key\(s\) genn"):
         parse_record(_raw(timing={"genn": 3.0}))
 
 
 def test_loader_names_a_mistyped_field_and_repeated_ids(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="'gpus_total' should be int"):
+    with pytest.raises(ScenarioError, match="'gpus_total' should be int"):
         parse_record(_raw(gpus_total="16"))
-    with pytest.raises(ValueError, match=r"timing\.step should be seconds"):
+    with pytest.raises(ScenarioError, match=r"timing\.step should be seconds"):
         parse_record(_raw(timing={"step": -1}))
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(_raw()) + "\n" + json.dumps(_raw()) + "\n")
-    with pytest.raises(ValueError, match="repeated record id"):
+    with pytest.raises(ScenarioError, match=r"runs\.jsonl:2: record id 'x' repeats the "
+                       r"record at .*runs\.jsonl:1"):
         load_records(path)
 
 
@@ -142,7 +140,8 @@ def test_verl_fsdp2_colocated_knobs_land_in_the_framework_fields(records) -> Non
     assert (r["cuda_graphs"], r["dtype"], r["kv_cache_dtype"], r["ep"]) == (
         True, "bf16", "auto", 1)
     assert s["weight_sync"] == {"scheme": "bucketed", "bucket_size": 2048 * 2**20,
-                                "engine_sleep_level": 2}
+                                "engine_sleep_level": 2, "framework": "verl"}
+    assert "weight_sync.framework = verl (default (not stated))" in t.taken
     assert any("fsdp2_colocate.sh:50,83" in x for x in t.taken)
     assert not any("use_dynamic_bsz" in d for d in t.dropped)
 
@@ -159,7 +158,8 @@ def test_verl_megatron_one_step_off_knobs_land_in_the_framework_fields(records) 
     assert "max_token_len_per_gpu" not in tr
     assert not (tr["param_offload"] or tr["optimizer_offload"] or tr["grad_offload"])
     assert tr["recompute"] == "none" and not tr["recompute_activations"]  # mcore default
-    assert s["weight_sync"] == {"scheme": "broadcast"}   # one NCCL broadcast per tensor
+    # one NCCL broadcast per tensor; no bucket, no sleep level (disaggregated)
+    assert s["weight_sync"] == {"scheme": "broadcast", "framework": "verl"}
     # Megatron's THD packing is the backend's own behaviour: nothing dropped for it
     assert not any("use_remove_padding" in d for d in t.dropped)
 
@@ -284,7 +284,8 @@ def test_summary_medians_split_by_framework_and_model_kind() -> None:
     ]
     text = "\n".join(summary_lines(rows))
     assert "| all records | 20% over 3 |" in text
-    assert "| NeMo-RL only | 20% over 2 |" in text
+    assert "| nemo-rl only | 20% over 2 |" in text
+    assert "| verl only | 20% over 1 |" in text
     assert "| dense models | 15% over 2 |" in text
     assert "| MoE models | 30% over 1 |" in text
     assert "3 of 4 records simulated." in text
