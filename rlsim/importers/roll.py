@@ -872,6 +872,19 @@ def _nodes(devices: set[int], per_node: int) -> set[int]:
     return {d // per_node for d in devices}
 
 
+
+def _one_pool(imp: Imported, gpu: str, nodes: int, per_node: int, per_source: str,
+              why: str) -> None:
+    """One pool, `cluster`, holding both roles' GPUs (`why`: how the mappings say so)."""
+    train_src, infer_src = "actor_train.device_mapping", "actor_infer.device_mapping"
+    imp.set("pools.0.name", "cluster", why)
+    imp.set("pools.0.gpu", gpu, "--gpu")
+    imp.set("pools.0.nodes", nodes, f"{train_src}, {infer_src}: GPUs on {nodes} node(s) "
+            f"of {per_node}")
+    imp.set("pools.0.gpus_per_node", per_node, per_source)
+    imp.set("rollout.pool", "cluster", infer_src)
+    imp.set("train.pool", "cluster", train_src)
+
 def _placement(cfg: _Config, imp: Imported, facts: Facts) -> _Layout:
     if facts.gpus_per_node is not None:
         per_node, per_source = facts.gpus_per_node, "--gpus-per-node"
@@ -904,14 +917,8 @@ def _placement(cfg: _Config, imp: Imported, facts: Facts) -> _Layout:
     train_src, infer_src = "actor_train.device_mapping", "actor_infer.device_mapping"
     colocated = bool(train & infer)
     if colocated:
-        span = _nodes(train | infer, per_node)
-        imp.set("pools.0.name", "cluster", f"{train_src} and {infer_src} share GPUs")
-        imp.set("pools.0.gpu", gpu, "--gpu")
-        imp.set("pools.0.nodes", len(span), f"{train_src}, {infer_src}: GPUs on "
-                f"{len(span)} node(s) of {per_node}")
-        imp.set("pools.0.gpus_per_node", per_node, per_source)
-        imp.set("rollout.pool", "cluster", infer_src)
-        imp.set("train.pool", "cluster", train_src)
+        _one_pool(imp, gpu, len(_nodes(train | infer, per_node)), per_node, per_source,
+                  f"{train_src} and {infer_src} share GPUs")
         imp.set("train.gpus", len(train), train_src)
         if infer == train:
             imp.set("rollout.gpus", len(infer), infer_src)
@@ -927,14 +934,8 @@ def _placement(cfg: _Config, imp: Imported, facts: Facts) -> _Layout:
     else:
         t_nodes, i_nodes = _nodes(train, per_node), _nodes(infer, per_node)
         if t_nodes & i_nodes:
-            span = t_nodes | i_nodes
-            imp.set("pools.0.name", "cluster", f"{train_src} and {infer_src}: one set of nodes")
-            imp.set("pools.0.gpu", gpu, "--gpu")
-            imp.set("pools.0.nodes", len(span), f"{train_src}, {infer_src}: GPUs on "
-                    f"{len(span)} node(s) of {per_node}")
-            imp.set("pools.0.gpus_per_node", per_node, per_source)
-            imp.set("rollout.pool", "cluster", infer_src)
-            imp.set("train.pool", "cluster", train_src)
+            _one_pool(imp, gpu, len(t_nodes | i_nodes), per_node, per_source,
+                      f"{train_src} and {infer_src}: one set of nodes")
         else:
             imp.set("pools.0.name", "train", train_src)
             imp.set("pools.0.gpu", gpu, "--gpu")
