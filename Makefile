@@ -109,6 +109,12 @@ real-runs: $(STAMP)
 validate-real: $(STAMP)
 	$(BIN)/rlsim validate --real-runs
 
+# Every shipped scenario still gives the records tests/golden/records.json holds (hashes of
+# each one's summary and record stream; `make test` checks the quick ones). A few minutes.
+.PHONY: golden
+golden: $(STAMP)
+	$(BIN)/python -m tests.golden.records --check
+
 # reports/real-runs-fit.md: `rlsim fit` on the corpus: every record that times its phases
 # fitted to its own timings, and fits on one run predicting another run of the same job
 # (veRL's one-step-off README, NeMo-RL's on-policy and 1-step-off rows). About 2 minutes.
