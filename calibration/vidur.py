@@ -2,7 +2,7 @@
 
 Owns finding the files in a Vidur `data/profiling`-style folder, picking the GPU, and
 turning them into a `Profile` with a per-operator error report. The fitting itself is
-`rlsim.cost.fit_vidur`'s (the same functions that built the shipped H100/A100 profiles), so
+`calibration.fit_vidur`'s (the same functions that built the shipped H100/A100 profiles), so
 an import of the data those were fitted on reproduces them.
 
 Layout (as in microsoft/vidur `data/profiling/`, copied in tests/data/vidur):
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from calibration import fit_vidur as fv
 from rlsim.config.hardware import GPUS, GpuSpec, ModelSpec
-from rlsim.cost import fit_vidur as fv
 from rlsim.cost.kernels import ElementwiseModel, GemmModel
 from rlsim.cost.network import nvlink_one_way_bytes_per_s
 from rlsim.cost.profile import DEFAULT_GEMM_TILES, Profile, builtin_profile

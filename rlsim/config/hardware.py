@@ -503,7 +503,7 @@ def load_model_file(value: str, base_dir: Path | None = None) -> ModelSpec:
     # The scenario's own parser (duplicate keys and deep nesting refused); imported here
     # because config.loading builds on this module.
     from rlsim.config.errors import ScenarioError
-    from rlsim.config.loading import parse_yaml
+    from rlsim.config.yamlfile import parse_yaml
 
     try:
         data = parse_yaml(path.read_text(encoding="utf-8"), str(path))

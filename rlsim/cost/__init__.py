@@ -8,7 +8,9 @@ A leaf package (imports only `rlsim.config`); never imports torch or simpy.
 - `training`: one trainer's step, forward pass and state offload.
 - `fit`: whether a model fits an engine (weights, KV, max context), shared by run and estimate.
 - `estimate`: the validated one-call estimate behind `rlsim estimate`.
-- `fit_vidur`: the offline fit of the built-in profiles to Vidur's measured data.
+
+The offline fit of the built-in profiles to Vidur's measured data is
+`calibration/fit_vidur.py`: this package only reads the JSON it writes.
 """
 
 from rlsim.cost.estimate import engine_estimate, estimate

@@ -2,7 +2,7 @@
 
 Owns the `Profile` schema (frozen pydantic, with provenance, fit error and a content hash),
 the built-in per-GPU profiles shipped as package data in `rlsim/cost/profiles/*.json`
-(written offline by `rlsim/cost/fit_vidur.py`; nothing is fitted at simulation start), and
+(written offline by `calibration/fit_vidur.py`; nothing is fitted at simulation start), and
 loading of user profiles. Peaks and bandwidths are not constants here: they come from
 `GpuSpec`; a profile only says which fraction of them real kernels achieve, so one fitted
 profile transfers to GPUs of the same architecture with other spec numbers. A profile

@@ -165,8 +165,31 @@ def _check_longest(scenario: Scenario, pool: PoolConfig, cost: InferenceCost, kv
         raise ScenarioError(name, str(err)) from None
 
 
-def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder) -> Cluster:
-    """Create every entity of the scenario; raises ScenarioError for impossible ones."""
+@dataclass(frozen=True)
+class CostModels:
+    """A scenario's checked cost models, built without a SimPy environment: what
+    `build_cluster` puts its entities on, and what job profiling (`rlsim.fleet.profile`)
+    prices switches, host memory and migration with."""
+
+    placement: Placement
+    profiles: dict[str, Profile]
+    """Each pool's profile, by pool name."""
+    engine_cost: InferenceCost
+    kv_tokens: int
+    """One rollout engine's KV cache, in tokens."""
+    reserved_bytes_per_gpu: float
+    """Rollout GPU memory another model (an mps judge) or a shadow engine holds."""
+    engine_options: EngineOptions
+    train_cost: TrainCost
+    judge_cost: EngineCost | None
+    """A judge on the rollout GPUs (time_shared or mps); None otherwise."""
+    judge_kv: int
+
+
+def cost_models(scenario: Scenario) -> CostModels:
+    """The rollout engines', the trainer's and a rollout-GPU judge's cost models, with every
+    check that needs one; raises ScenarioError for impossible ones (in `build_cluster`'s
+    order)."""
     place = resolve_placement(scenario)
     model = scenario.model_spec
     r = scenario.rollout
@@ -174,7 +197,6 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
     pool_index = {p.name: i for i, p in enumerate(scenario.pools)}
     profiles = {p.name: _profile(p, f"pools.{pool_index[p.name]}.profile")
                 for p in scenario.pools}
-    rprofile = profiles[rpool.name]
     w = scenario.workload
     jc = scenario.reward.judge if scenario.uses_judge else None
     judge_cost, judge_kv, reserved = _judge_cost(scenario, rpool, profiles) if (
@@ -185,21 +207,13 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
         reserved += scenario.recovery.engine.shadow_memory
     engine_options = EngineOptions(cuda_graphs=r.cuda_graphs, dtype=r.dtype,
                                    kv_cache_dtype=r.kv_cache_dtype, ep=r.ep, pp=r.pp)
-    engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization, rprofile,
-                                   "rollout.tp", reserved, w.max_prompt_len + w.max_response_len,
-                                   engine_options)
+    engine_cost, kv = _engine_cost(model, rpool, r.tp, r.gpu_memory_utilization,
+                                   profiles[rpool.name], "rollout.tp", reserved,
+                                   w.max_prompt_len + w.max_response_len, engine_options)
     _check_longest(scenario, rpool, engine_cost, kv, r.gpu_memory_utilization, reserved)
-    engines = [
-        RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
-                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name,
-                      r.tp * r.pp, r.prefix_caching, r.request_overhead,
-                      scenario.framework.rollout_speed)
-        for i in range(place.engines)
-    ]
-    t = scenario.train
-    tprofile = profiles[tpool.name]
     try:  # the scenario's backend and batching, or its whole-step MFU (train.mfu)
-        train_cost = TrainCost.from_config(model, _node_gpu(tpool), place.train_gpus, t, tprofile,
+        train_cost = TrainCost.from_config(model, _node_gpu(tpool), place.train_gpus,
+                                           scenario.train, profiles[tpool.name],
                                            scenario.framework)
     except ValueError as e:
         raise ScenarioError(_train_field(str(e)), str(e)) from None
@@ -209,6 +223,30 @@ def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder
             "train.gpus", f"trainer state needs {state / GIB:.1f} GiB per GPU on "
             f"{place.train_gpus} GPUs, more than {tpool.gpu_spec.name}'s "
             f"{tpool.gpu_spec.hbm / GIB:.0f} GiB; use more training GPUs")
+    return CostModels(place, profiles, engine_cost, kv, reserved, engine_options, train_cost,
+                      judge_cost, judge_kv)
+
+
+def build_cluster(scenario: Scenario, env: simpy.Environment, recorder: Recorder) -> Cluster:
+    """Create every entity of the scenario; raises ScenarioError for impossible ones."""
+    costs = cost_models(scenario)
+    place, profiles = costs.placement, costs.profiles
+    engine_cost, kv, reserved = costs.engine_cost, costs.kv_tokens, costs.reserved_bytes_per_gpu
+    engine_options, train_cost = costs.engine_options, costs.train_cost
+    judge_cost, judge_kv = costs.judge_cost, costs.judge_kv
+    model = scenario.model_spec
+    r = scenario.rollout
+    rpool, tpool = place.rollout_pool, place.train_pool
+    rprofile, tprofile = profiles[rpool.name], profiles[tpool.name]
+    w = scenario.workload
+    jc = scenario.reward.judge if scenario.uses_judge else None
+    engines = [
+        RolloutEngine(env, f"engine{i}", engine_cost, kv, r.max_running_seqs,
+                      r.max_batched_tokens, recorder, scenario.engine_mode, rpool.name,
+                      r.tp * r.pp, r.prefix_caching, r.request_overhead,
+                      scenario.framework.rollout_speed)
+        for i in range(place.engines)
+    ]
     trainer = Trainer(env, "trainer", train_cost, tpool.name, place.train_gpus, recorder)
     judges: list[RolloutEngine] = []
     if jc is not None and judge_cost is not None:

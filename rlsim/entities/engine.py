@@ -576,12 +576,6 @@ class RolloutEngine:
             if r.on_done is not None:
                 r.on_done(r)
 
-    def _cache_put(self, key: Any, tokens: int) -> None:
-        old = self._cache.pop(key, 0)
-        self._cache[key] = tokens
-        self._cached_total += tokens - old
-        self._evict()
-
     def _evict(self) -> None:
         """Drop least recently used entries until the cache fits the free KV."""
         free = self.kv_capacity - (self._kv_const + len(self.decoding) * self.clock

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import simpy
 
 from rlsim.api import simulate
 from rlsim.config.fleet import CrossLinkConfig, FleetScenario, JobConfig
 from rlsim.config.loading import scenario_from_dict
 from rlsim.config.scenario import Scenario
-from rlsim.entities.cluster import build_cluster
+from rlsim.entities.cluster import cost_models
 from rlsim.trace import Recorder
 
 ROLLOUT_PHASES = ("gen", "env", "reward")
@@ -183,8 +182,8 @@ class Profiler:
             wtrain = _phase_times(wrec, steps, TRAIN_PHASES)
         else:  # multi-turn: no single max length; the worst profiled iteration stands in
             wroll, wtrain = roll, train
-        cluster = build_cluster(solo, simpy.Environment(), Recorder())
-        ecost, tcost = cluster.engine_cost, cluster.train_cost
+        costs = cost_models(solo)  # the priced models alone: no cluster, no SimPy
+        ecost, tcost = costs.engine_cost, costs.train_cost
         rpool = self.fleet.pool(job.rollout.pool)
         tpool = self.fleet.pool(job.train.pool)
         rnodes = (job.rollout.gpus or 0) // rpool.node_size
@@ -204,7 +203,7 @@ class Profiler:
             host_roll_bytes=ecost.weight_bytes_per_gpu() * rpool.node_size,
             host_train_bytes=tcost.state_bytes_per_gpu() * tpool.node_size,
             samples=job.workload.prompts_per_step * job.workload.samples_per_prompt,
-            **self._tail(job, ecost, len(cluster.engines), cluster.engines[0].kv_capacity),
+            **self._tail(job, ecost, costs.placement.engines, costs.kv_tokens),
         )
 
     def _tail(self, job: JobConfig, ecost: Any, engines: int, kv_tokens: int

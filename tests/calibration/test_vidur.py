@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from calibration import fit_vidur as fv
 from calibration.fit import write_profile
 from calibration.vidur import Report, find_vidur_files, profile_from_vidur
 from rlsim.config.hardware import lookup_gpu
 from rlsim.cost import Profile, builtin_profile, load_profile
-from rlsim.cost import fit_vidur as fv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vidur"
 LIMIT = 0.10

@@ -58,7 +58,7 @@ def test_transfer_s() -> None:
 
 
 def test_cost_package_imports_neither_torch_nor_simpy() -> None:
-    code = ("import sys, rlsim.cost, rlsim.cost.fit_vidur; "
+    code = ("import sys, rlsim.cost; "
             "bad = [m for m in ('torch', 'simpy') if m in sys.modules]; "
             "print(','.join(bad)); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibration import fit_vidur as fv
 from rlsim.config.hardware import lookup_gpu, lookup_model
 from rlsim.cost import InferenceCost, builtin_profile, estimate
-from rlsim.cost import fit_vidur as fv
 from rlsim.cost.kernels import GemmModel
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vidur"
@@ -106,7 +106,7 @@ def test_docs_table_is_generated() -> None:
     """docs/cost-model.md carries the table fit_vidur prints for the shipped profiles."""
     profiles = {g: builtin_profile(lookup_gpu(g)) for g in fv.FITTED_GPUS}
     table = fv.fidelity_markdown(fv.fidelity_rows(DATA, profiles))
-    assert table in DOCS.read_text(), "regenerate: python -m rlsim.cost.fit_vidur --docs ..."
+    assert table in DOCS.read_text(), "regenerate: python -m calibration.fit_vidur --docs ..."
 
 
 def test_docs_constants_table_is_generated() -> None:

@@ -3,9 +3,10 @@
 Owns reading the Vidur CSVs (tests/data/vidur, MIT, microsoft/vidur@7d47513), the scipy
 fits of the GEMM, elementwise and all-reduce constants, the fidelity table of the fitted
 linear-layer model, and writing `rlsim/cost/profiles/*.json`. Run it by hand after a model
-change; the simulator only reads the JSON it writes (nothing is fitted at simulation start):
+change; the simulator only reads the JSON it writes (nothing is fitted at simulation start,
+and rlsim never imports this offline scipy fit: it lives with the calibration):
 
-    .venv/bin/python -m rlsim.cost.fit_vidur [--data DIR] [--out DIR] [--docs FILE]
+    .venv/bin/python -m calibration.fit_vidur [--data DIR] [--out DIR] [--docs FILE]
 
 H100 and A100 are fitted on their own data. H800, H200 and H20 are Hopper parts: they reuse
 the H100 efficiency fit, and the cost models scale it by their own GpuSpec peaks, bandwidths
@@ -40,7 +41,7 @@ from rlsim.cost.profile import (
 
 Array = NDArray[np.float64]
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "vidur"
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "vidur"
 MODEL_NAME = "llama-2-7b"
 MLP_CSV = "compute/{gpu}/meta-llama/Llama-2-7b-hf/mlp.csv"
 ALLREDUCE_CSV = "network/h100_dgx/all_reduce.csv"
@@ -373,6 +374,8 @@ def fidelity(profile: Profile, gpu: GpuSpec, model: ModelSpec, rows: Sequence[Ml
 
 def _provenance(fitted_on: str, tps: Sequence[int], note: str = "") -> str:
     tp_list = ", ".join(str(t) for t in tps)
+    # The module's name before it moved to calibration/: the shipped profiles carry this
+    # text, and a refit must write them byte for byte as they are.
     text = (
         f"rlsim.cost.fit_vidur: GEMM and elementwise constants fitted to Vidur "
         f"(microsoft/vidur@7d47513, MIT) {fitted_on} Llama-2-7B mlp.csv at TP {tp_list}; "
