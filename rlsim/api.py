@@ -26,7 +26,7 @@ from rlsim.config.loading import load_scenario
 from rlsim.config.scenario import Scenario
 from rlsim.config.streams import stream
 from rlsim.entities.cluster import build_cluster
-from rlsim.policies import POLICIES, Phases
+from rlsim.policies import Phases, registry
 from rlsim.policies.phases import Progress
 from rlsim.policies.recovery import Recovery
 from rlsim.report.html import write_report
@@ -68,7 +68,7 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     phases = Phases(cluster, progress)
     if scenario.faults.any or scenario.recovery.trainer.checkpoint_every:
         phases.recovery = Recovery(phases)
-    policy, _ = POLICIES[scenario.policy.name]
+    policy = registry.get(scenario.policy.name).run
     controller = env.process(policy(phases, workload))
     interrupted = False
     with _fewer_gc_passes():

@@ -4,7 +4,8 @@ Owns `Placement` (how many GPUs and engines each role gets) and `check_placement
 raises `ScenarioError` naming the field for impossible placements: a missing pool, a
 trainer or judge TP larger than a node, a rollout engine (tp x pp GPUs) that spans nodes
 without filling whole ones, roles that do not fit in their pool, colocation across
-different pools.
+different pools; first of all, `policy_checks.check_policy` (the placement, multi-turn
+samples and faults the policy supports).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlsim.config.errors import ScenarioError
+from rlsim.config.policy_checks import check_policy
 from rlsim.config.scenario import PoolConfig, Scenario
 
 
@@ -70,7 +72,10 @@ def _check_engine(tp: int, pp: int, pool: PoolConfig, gpus: int) -> None:
 
 
 def resolve_placement(scenario: Scenario) -> Placement:
-    """Resolve and check the placement; raises ScenarioError on an impossible one."""
+    """Resolve and check the placement; raises ScenarioError on an impossible one, or on
+    a scenario that asks its policy for what the policy does not support (every run comes
+    through here before its cluster is built)."""
+    check_policy(scenario)
     r, t = scenario.rollout, scenario.train
     rpool = _pool(scenario, r.pool, "rollout.pool")
     tpool = _pool(scenario, t.pool, "train.pool")
@@ -79,11 +84,6 @@ def resolve_placement(scenario: Scenario) -> Placement:
         raise ScenarioError(
             "train.pool", f"colocated placement needs rollout and train on one pool, got "
             f"{r.pool!r} and {t.pool!r}; set policy.placement=disaggregated or use one pool",
-        )
-    if scenario.policy.name in ("one_off", "async") and colocated:
-        raise ScenarioError(
-            "policy.placement", f"{scenario.policy.name} overlaps generation with training, "
-            "which needs separate GPUs; set policy.placement=disaggregated",
         )
     shared = rpool.name == tpool.name
     if colocated:

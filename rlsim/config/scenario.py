@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from rlsim.config import policy_caps
 from rlsim.config.base import Frozen
 from rlsim.config.faults import FaultsConfig, RecoveryConfig
 from rlsim.config.hardware import (
@@ -658,15 +659,22 @@ class AsyncConfig(Frozen):
     )
 
 
+def _policy_names_schema(schema: dict[str, Any]) -> None:
+    """JSON Schema of policy.name: the policies declared when the schema is generated."""
+    schema["enum"] = [c.name for c in policy_caps.declared()]
+
+
 class PolicyConfig(Frozen):
     """The single controller that orders the phases of each step."""
 
-    name: Literal["sync", "one_off", "tail_batching", "async"] = Field(
+    name: str = Field(
         default="sync",
-        description="sync: on-policy, phases in sequence; one_off: train step k on the "
-        "rollouts of step k-1 while step k generates; tail_batching: RollPacker's short "
-        "rounds with over-provisioning and long rounds of the prompts they left unfinished; "
-        "async: ROLL Flash, rollout and training decoupled within the async ratio alpha.",
+        description="The policy (rlsim list policies). "
+        + " ".join(f"{c.name}: {c.doc}." for c in policy_caps.BUILTIN)
+        + " A plug-in policy registered with rlsim.policies.registry.register is accepted "
+        "too (docs/design.md, 'Adding a policy'); what each supports is checked when the "
+        "scenario is loaded.",
+        json_schema_extra=_policy_names_schema,
     )
     tail_batching: TailBatchingConfig = Field(
         default=TailBatchingConfig(), description="Settings of policy tail_batching.")
@@ -685,6 +693,15 @@ class PolicyConfig(Frozen):
         "before any environment step, and every step before any turn t+1 (the batched "
         "env interaction that ROLL Flash compares against).",
     )
+
+    @field_validator("name")
+    @classmethod
+    def _declared(cls, name: str) -> str:
+        if policy_caps.lookup(name) is None:
+            names = [c.name for c in policy_caps.declared()]
+            raise ValueError(f"no policy {name!r}; choose {', '.join(names[:-1])} or "
+                             f"{names[-1]} (rlsim list policies)")
+        return name
 
 
 class OutputConfig(Frozen):
@@ -804,18 +821,9 @@ class Scenario(Frozen):
         return self
 
     @model_validator(mode="after")
-    def _faults_supported(self) -> Scenario:
-        f, policy = self.faults, self.policy.name
-        if f.any and policy not in ("sync", "one_off"):
-            raise ValueError("faults: policies sync and one_off run with faults so far; set "
-                             "policy.name: sync or drop faults")
-        restarts = (any(x.mode == "stop" for x in f.trainer) or bool(f.gpu)
-                    or self.recovery.trainer.checkpoint_every is not None
-                    or (bool(f.trainer) and self.recovery.slow.mitigation == "fail_stop"))
-        if restarts and policy != "sync":
-            raise ValueError("trainer checkpoints and faults that restart the job (fail-stop "
-                             "trainer or GPU faults, a slow trainer treated as failed) need "
-                             "policy.name: sync")
+    def _env_faults_supported(self) -> Scenario:
+        # Which faults the policy runs is its capability (config/policy_checks.py).
+        f = self.faults
         if f.env:
             if self.workload.agentic is None:
                 raise ValueError("faults.env: environment faults need multi-turn "

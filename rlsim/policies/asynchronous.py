@@ -43,39 +43,34 @@ import heapq
 from collections import Counter, deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 import simpy
 
 from rlsim.config.errors import ScenarioError
-from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.config.policy_caps import ASYNC
+from rlsim.entities.engine import RolloutEngine
+from rlsim.entities.rollout import Rollout, RolloutJob
 from rlsim.entities.timers import Timers
 from rlsim.policies.phases import Phases, Sample
+from rlsim.policies.registry import PolicySpec, register
 from rlsim.policies.scoring import Scorer, sandbox_caps
 from rlsim.trace import CONTROLLER
 from rlsim.workload import Turn, Workload
 
-_LOAD = attrgetter("n_requests")  # RolloutEngine.load, as a count
 
+class _Slot(Rollout):
+    """One sample being produced (its life is the `Rollout`): the group it belongs to and
+    whether its current attempt is scored."""
 
-@dataclass(slots=True, eq=False)
-class _Slot:
-    """One sample being produced: its launch slot, prompt, turns and current attempt. A
-    single-turn sample is a trajectory of one turn without environment steps."""
+    __slots__ = ("done", "group")
 
-    group: _Group
-    slot: int  # launch index in its batch (its reward latency)
-    turns: tuple[Turn, ...]
-    reset_s: float
-    version: int = 0  # weights the current attempt started with
-    turn: int = 0  # the turn in progress
-    context: int = 0  # tokens so far: prompt, earlier turns' responses and observations
-    engine: RolloutEngine | None = None  # a trajectory keeps its engine for every turn
-    request: Request | None = None  # the turn in flight
-    attempt: int = 0  # bumped by every restart or cancel: late callbacks of older ones stop
-    done: bool = False  # scored for the current attempt
-    ended: bool = True  # the current attempt's outcome is counted
+    def __init__(self, job: RolloutJob, group: _Group, slot: int, response_tokens: int,
+                 turns: tuple[Turn, ...] | None, reset_s: float) -> None:
+        super().__init__(job, group.prompt_id, group.prompt_tokens, response_tokens, turns,
+                         slot=slot, reset_s=reset_s, task=group.task, keyed=True)
+        self.group = group
+        self.done = False  # scored for the current attempt
 
 
 @dataclass(slots=True, eq=False)
@@ -104,27 +99,30 @@ class _AsyncRun:
     def __init__(self, ph: Phases, workload: Workload) -> None:
         self.ph = ph
         self.env = ph.env
+        self.job = ph.job
         self.workload = workload
-        sc = ph.c.scenario
+        sc = ph.cluster.scenario
         self.cfg = sc.policy.asynchronous
         self.p0, self.r0 = sc.workload.prompts_per_step, sc.workload.samples_per_prompt
         self.steps = sc.steps
         self.published = 0  # the engines' weights version
         self.launched = 0  # batches launched so far
         self.caps = sandbox_caps(sc)
-        self.live: dict[int, _Slot] = {}  # rid -> the slot whose turn it is
         self.batches: list[_Batch] = []
         self.ready: deque[_Group] = deque()  # complete groups, oldest first
-        self.outcomes: Counter[str] = Counter()  # attempts by how they ended
-        self.attempts = 0
+        self.outcomes: Counter[str] = ph.job.outcomes  # attempts by how they ended
         self.resumed = 0
         self._trainer_wake: simpy.Event | None = None
         self.timers = Timers.of(self.env)
         self.alpha = self.cfg.alpha
-        self.env_pool = ph.c.env_pool
-        self._on_done = self._done  # bound once: every turn's request calls it
-        self._on_env_done = self._env_done
+        self._on_finish = self._finished  # bound once: every sample's hooks
+        self._admit = self._fresh
         self._producer_wake: simpy.Event | None = None
+
+    @property
+    def attempts(self) -> int:
+        """Sample attempts started so far."""
+        return self.job.started
 
     # ------------------------------------------------------------------ producer
     def produce(self) -> Generator[simpy.Event, Any, None]:
@@ -139,7 +137,7 @@ class _AsyncRun:
 
     def _launch_batch(self, d: int) -> None:
         ph, cfg = self.ph, self.cfg
-        sc = ph.c.scenario
+        sc = ph.cluster.scenario
         per_group = self.r0 + cfg.extra_per_group
         groups = self.workload.batch(d, self.p0 + cfg.extra_groups, per_group)
         tasks = [g.task for g in groups for _ in g.response_tokens]
@@ -156,13 +154,15 @@ class _AsyncRun:
             group = _Group(batch, g.prompt_id, g.prompt_tokens, g.task)
             batch.groups.append(group)
             for j, out in enumerate(g.response_tokens):
-                turns = g.turns[j] if g.turns is not None else (Turn(out),)
-                reset = g.reset_s[j] if g.reset_s is not None else 0.0
-                group.slots.append(_Slot(group, slot, turns, reset))
+                s = _Slot(self.job, group, slot, out,
+                          g.turns[j] if g.turns is not None else None,
+                          g.reset_s[j] if g.reset_s is not None else 0.0)
+                s.on_finish, s.admit = self._on_finish, self._admit
+                group.slots.append(s)
                 slot += 1
         # Least-loaded dispatch of the whole batch from one heap of the engines' loads (a
         # scan of every engine per trajectory costs O(engines) each on large clusters).
-        engines = self.ph.c.engines
+        engines = self.ph.cluster.engines
         heap = [(e.load, i) for i, e in enumerate(engines)]
         heapq.heapify(heap)
         per_prompt = self.cfg.routing == "per_prompt"
@@ -176,76 +176,35 @@ class _AsyncRun:
                     heapq.heappush(heap, (load + 1, i))
                 self._start(s, engines[i])
 
-    def _end(self, s: _Slot, how: str) -> None:
-        """Count how the slot's current attempt ended (once)."""
-        if s.ended:
-            raise RuntimeError(f"attempt {s.attempt} of slot {s.slot} ended twice")
-        s.ended = True
-        self.outcomes[how] += 1
-
     def _start(self, s: _Slot, engine: RolloutEngine | None = None) -> None:
         """A fresh attempt on the current weights: reset the environment, then turn 0 on
         `engine` (default: the least-loaded one when the turn is submitted)."""
-        self.attempts += 1
-        s.ended = False
-        s.attempt += 1
-        s.version, s.turn, s.context = self.published, 0, s.group.prompt_tokens
-        s.engine, s.request, s.done = engine, None, False
-        if s.reset_s > 0:
-            self.env_pool.run_then(s.reset_s, self._on_env_done, (s, s.attempt))
-        else:
-            self._turn(s, 0, s.attempt)
+        s.done = False
+        s.start(self.published, engine)
 
-    def _env_done(self, job: tuple[_Slot, int]) -> None:
-        """The slot's environment reset or step has finished: its next turn."""
-        self._turn(job[0], 0, job[1])
+    def _fresh(self, s: Rollout) -> bool:
+        """Before each turn: an attempt that can no longer train within alpha starts over
+        on the current weights (False: it did)."""
+        if s.version >= self.published - self.alpha:
+            return True
+        assert isinstance(s, _Slot)
+        s.end("stale")
+        self._start(s)
+        return False
 
-    def _turn(self, s: _Slot, prefix: int, attempt: int) -> None:
-        """Generate the current turn (`prefix` of its tokens already exist). Staleness is
-        checked at every turn: an attempt that can no longer train within alpha starts over
-        on the current weights."""
-        if attempt != s.attempt:
-            return  # cancelled or restarted meanwhile
-        if s.version < self.published - self.alpha:
-            self._end(s, "stale")
-            self._start(s)
-            return
-        req = Request(self.ph.next_rid(), s.context, s.turns[s.turn].response_tokens, prefix,
-                      self._on_done, s.group.prompt_id, (id(s), attempt))
-        self.live[req.rid] = s
-        s.request = req
-        engine = s.engine
-        if engine is None:
-            engine = s.engine = min(self.ph.c.engines, key=_LOAD)
-        engine.submit(req)
-
-    def _done(self, req: Request) -> None:
-        if req.status != "finished":
-            return  # aborted: whoever aborted it decides what follows
-        s = self.live.pop(req.rid, None)
-        if s is None:
-            return
-        s.request = None
-        i = s.turn
-        turns = s.turns
-        turn = turns[i]
-        s.context += req.generated + turn.obs_tokens
+    def _finished(self, sample: Sample) -> None:
+        """A sample's last turn is done: score it (on the reward pool, or a judge)."""
+        s = sample.rollout
+        assert isinstance(s, _Slot)
         attempt = s.attempt
-        if i < len(turns) - 1:
-            s.turn = i + 1
-            self.env_pool.run_then(turn.env_s, self._on_env_done, (s, attempt))
-            return
         g = s.group
-        sample = Sample(g.prompt_id, g.prompt_tokens, s.context - g.prompt_tokens, s.version,
-                        task=g.task, last_response_tokens=req.generated,
-                        observation_tokens=sum(t.obs_tokens for t in turns))
         scorer = g.batch.scorer
         end = scorer.submit(s.slot, g.prompt_id, g.task)
         if end is None:
-            jc = self.ph.c.scenario.reward.judge
+            jc = self.ph.cluster.scenario.reward.judge
             assert jc is not None
-            scorer.judge(req.rid, sample.judged_tokens(jc.reads))
-            scorer.judging.pop(req.rid).callbacks.append(
+            scorer.judge(s.rid, sample.judged_tokens(jc.reads))
+            scorer.judging.pop(s.rid).callbacks.append(
                 lambda _e: self._scored(s, sample, attempt))
         else:
             self.timers.call_in(max(0.0, end - self.env.now), self._reward_done,
@@ -279,41 +238,37 @@ class _AsyncRun:
                         if not other.done:
                             self._cancel(other)
                         else:
-                            self._end(other, "cancelled")  # scored, never needed
+                            other.end("cancelled")  # scored, never needed
         _wake(self._trainer_wake)
 
-    def _cancel(self, s: _Slot) -> None:
+    @staticmethod
+    def _cancel(s: _Slot) -> None:
         """Stop a redundant attempt: its request is aborted, its env callbacks lapse."""
-        self._end(s, "cancelled")
-        s.attempt += 1
-        req = s.request
-        if req is not None and s.engine is not None:
-            self.live.pop(req.rid, None)
-            if req.status in ("waiting", "prefill", "decode"):
-                s.engine.abort([req])
-        s.request = None
+        s.end("cancelled")
+        s.cancel()
 
     # ------------------------------------------------------------------ weight update
     def publish(self, version: int) -> None:
         """The engines now hold `version`: resume or drop what is in flight."""
         self.published = version
         if self.cfg.partial_rollout:
-            for engine in self.ph.c.engines:
+            for engine in self.ph.cluster.engines:
                 for req in engine.abort():
-                    s = self.live.pop(req.rid, None)
-                    if s is None:
+                    s = req.tag
+                    if not isinstance(s, _Slot) or s.request is not req:
                         continue
                     s.request = None
                     if s.version >= version - self.cfg.alpha:
                         self.resumed += 1
-                    # The turn resumes with its tokens (or, too stale, `_turn` starts over).
-                    self._turn(s, min(req.generated, req.output_tokens - 1), s.attempt)
+                    # The turn resumes with its tokens (or, too stale, starts over).
+                    s.resume(req)
         _wake(self._producer_wake)
 
     # ------------------------------------------------------------------ trainer
     def take(self, step: int) -> Generator[simpy.Event, Any, list[Sample]]:
         """The step's P0 groups of R0 samples: the oldest complete ones within alpha; a
-        group with an older sample is dropped and its prompt issued again."""
+        group with an older sample is dropped and its prompt issued again. (The train
+        phase ends the samples it trains as trained.)"""
         floor = step - self.cfg.alpha
         taken: list[_Group] = []
         while len(taken) < self.p0:
@@ -321,13 +276,10 @@ class _AsyncRun:
                 g = self.ready.popleft()
                 if all(smp.version >= floor for smp in g.scored):
                     taken.append(g)
-                    for s in g.slots:
-                        if s.done:
-                            self._end(s, "trained")
                     continue
                 for s in g.slots:
                     if s.done:
-                        self._end(s, "stale")
+                        s.end("stale")
                 self._reissue(g)
             if len(taken) < self.p0:
                 self._trainer_wake = self.env.event()
@@ -344,12 +296,12 @@ class _AsyncRun:
     def open_attempts(self) -> int:
         """Sample attempts started whose outcome is still open (in flight, or scored in a
         group not trained yet): `leftover` as a running count."""
-        return self.attempts - sum(self.outcomes.values())
+        return self.job.open_attempts()
 
     def leftover(self) -> int:
         """Attempts whose outcome is still open when the run ends: in flight, or scored in
         a group that was not trained yet."""
-        return sum(1 for b in self.batches for g in b.groups for s in g.slots if not s.ended)
+        return sum(1 for b in self.batches for g in b.groups for s in g.slots if s.is_open)
 
 
 def _wake(event: simpy.Event | None) -> None:
@@ -358,7 +310,7 @@ def _wake(event: simpy.Event | None) -> None:
 
 
 def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
-    if ph.c.scenario.policy.env_interaction == "batched":
+    if ph.cluster.scenario.policy.env_interaction == "batched":
         raise ScenarioError("policy.env_interaction", "async runs every trajectory on its own "
                             "(environment-level async); batched interaction is for sync and "
                             "one_off: drop it or set per_trajectory")
@@ -391,3 +343,6 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
                    trained=run.outcomes["trained"], stale=run.outcomes["stale"],
                    cancelled=run.outcomes["cancelled"], leftover=run.leftover())
     ph.left(backlog=backlog)
+
+
+register(PolicySpec(ASYNC, run_async))  # capabilities: rlsim/config/policy_caps.py

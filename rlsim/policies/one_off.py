@@ -20,12 +20,14 @@ from typing import Any
 
 import simpy
 
+from rlsim.config.policy_caps import ONE_OFF
 from rlsim.policies.phases import Phases, Sample
+from rlsim.policies.registry import PolicySpec, register
 from rlsim.workload import Workload
 
 
 def run_one_off(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
-    steps = ph.c.scenario.steps
+    steps = ph.cluster.scenario.steps
     env = ph.env
     recorded = workload.recorded_steps
     batches = steps + 1 if recorded is None or recorded > steps else steps
@@ -58,3 +60,6 @@ def _train(ph: Phases, step: int, samples: list[Sample]) -> Generator[simpy.Even
     yield ph.controller(step, samples)  # the driver: Ray calls, batch bytes, advantages
     yield ph.ref(step, samples)
     yield ph.train(step, samples, version=step)
+
+
+register(PolicySpec(ONE_OFF, run_one_off))  # capabilities: rlsim/config/policy_caps.py

@@ -1,11 +1,12 @@
 """The phases of an RL step as SimPy processes, shared by every policy.
 
-Owns how one phase runs on the cluster's entities and how it is recorded: `gen` dispatches
-a batch's responses to the engines and waits for all (a recorded multi-turn sample runs its
-turns on one engine, with an environment step on the env pool between turns); `reward`,
-`ref`, `train`, `weight_sync` and the colocated `switch` each time one phase. Every phase
-emits a span on the `controller` track with the step number, so metrics can be computed
-from records.
+Owns how one phase runs on the cluster's entities and how it is recorded: `gen` launches a
+batch's samples (`entities.rollout.Rollout`: each runs its turns on one engine, with an
+environment step on the env pool between turns) and waits for all; `reward`, `ref`,
+`train`, `weight_sync` and the colocated `switch` each time one phase. Every phase emits a
+span on the `controller` track with the step number, so metrics can be computed from
+records. `Phases` is the library; the job's mutable state (request ids, the epoch of job
+restarts, the samples' outcomes) is its `RolloutJob`, `Phases.job`.
 Policies (sync, one_off, ...) only decide the order and overlap of these phases.
 """
 
@@ -14,8 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import simpy
@@ -26,119 +26,62 @@ from rlsim.cost.weightsync import SwitchCost, SyncCost, layout_sync_cost, switch
 from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
-from rlsim.entities.env import EnvPool
-from rlsim.policies.recovery import RecoverableTrajectory, Recovery
+from rlsim.entities.rollout import Rollout, RolloutJob, Sample
 from rlsim.trace import CONTROLLER
-from rlsim.workload import PromptGroup, Turn
+from rlsim.workload import PromptGroup
 
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """A finished response ready for training."""
-
-    prompt_id: int
-    prompt_tokens: int
-    response_tokens: int  # the whole trajectory after the prompt for a multi-turn sample
-    version: int  # policy version (weights) it was generated with
-    reward_s: float | None = None  # recorded reward latency (replayed rollouts), else drawn
-    task: str | None = None  # its task in a mixed workload (workload.tasks)
-    last_response_tokens: int | None = None  # multi-turn: its final turn; None: single-turn
-    observation_tokens: int = 0  # multi-turn: its observations (within response_tokens)
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.response_tokens
-
-    def judged_tokens(self, reads: str) -> int:
-        """The tokens of it a judge reads (reward.judge.reads), before the judge's prompt."""
-        if reads == "responses":
-            return self.response_tokens - self.observation_tokens
-        if reads == "last_response" and self.last_response_tokens is not None:
-            return self.last_response_tokens
-        return self.response_tokens
-
+__all__ = ["JobRecovery", "Phases", "Progress", "Sample", "attention_length"]
 
 Progress = Callable[[int, int], None]
+StepBody = Callable[[int], Generator[simpy.Event, Any, None]]
+_T = TypeVar("_T")
+
+
+class JobRecovery(Protocol):
+    """What the phases and policies ask of a recovery scheme (`policies.recovery`)."""
+
+    @property
+    def restarts_job(self) -> bool:
+        """Whether the job can restart from a checkpoint (then steps run through
+        `run_steps`)."""
+        ...
+
+    def run_steps(self, steps: int, one_step: StepBody) -> Generator[simpy.Event, Any, None]:
+        """Run steps 0..steps-1, restarting the job from its last checkpoint after a job
+        fault."""
+        ...
+
+
+def _slot(r: Rollout) -> int:
+    return r.slot
 
 
 def attention_length(samples: Sequence[Sample]) -> float | None:
     """The sequence length at which causal attention over these samples costs what it does:
     sum(L^2) / sum(L), since a sequence of L tokens has about L^2 / 2 causal pairs."""
-    total = sum(s.tokens for s in samples)
+    return _attention([s.tokens for s in samples])[1]
+
+
+def _attention(lengths: Sequence[int]) -> tuple[int, float | None]:
+    """The total tokens of sequences of these lengths, and their `attention_length`."""
+    total = sum(lengths)
     if total == 0:
-        return None
-    return sum(s.tokens * s.tokens for s in samples) / total
-
-
-class _Trajectory:
-    """A multi-turn sample in flight: turn i runs on its engine; when it finishes, the env
-    step after it runs on the env pool; then turn i+1 goes to the same engine with the whole
-    context so far as its prompt (a full re-prefill: no prefix cache). After the last turn
-    the finished Sample arrives at the gen barrier."""
-
-    __slots__ = ("arrive", "context", "engine", "env_pool", "next_rid", "prompt_id",
-                 "prompt_tokens", "reward_s", "turn", "turns", "version")
-
-    def __init__(self, prompt_id: int, prompt_tokens: int, turns: tuple[Turn, ...],
-                 reward_s: float | None, version: int, engine: RolloutEngine,
-                 env_pool: EnvPool, next_rid: Callable[[], int],
-                 arrive: Callable[[Sample], None]) -> None:
-        self.prompt_id = prompt_id
-        self.prompt_tokens = prompt_tokens
-        self.turns = turns
-        self.reward_s = reward_s
-        self.version = version
-        self.engine = engine
-        self.env_pool = env_pool
-        self.next_rid = next_rid
-        self.arrive = arrive
-        self.turn = 0
-        self.context = prompt_tokens
-
-    def turn_done(self, req: Request) -> None:
-        turn = self.turns[self.turn]
-        self.context += req.generated + turn.obs_tokens
-        if self.turn == len(self.turns) - 1:
-            self.arrive(Sample(self.prompt_id, self.prompt_tokens,
-                               self.context - self.prompt_tokens, self.version, self.reward_s,
-                               last_response_tokens=req.generated,
-                               observation_tokens=sum(t.obs_tokens for t in self.turns)))
-            return
-        self.env_pool.run(turn.env_s).callbacks.append(self._next_turn)
-
-    def _next_turn(self, _event: simpy.Event) -> None:
-        self.turn += 1
-        self.engine.submit(Request(self.next_rid(), self.context,
-                                   self.turns[self.turn].response_tokens,
-                                   on_done=self.turn_done, tag=self.prompt_id, cache_key=self))
-
-
-def _submit_later(engine: RolloutEngine, req: Request, phases: Phases
-                  ) -> Callable[[simpy.Event], None]:
-    """A callback that submits `req` to `engine` when the event it waits on fires, unless a
-    job restart voided its step meanwhile."""
-    epoch = phases.epoch
-
-    def submit(_event: simpy.Event) -> None:
-        if phases.epoch == epoch:
-            engine.submit(req)
-    return submit
+        return 0, None
+    return total, sum(n * n for n in lengths) / total
 
 
 class Phases:
     """Phase processes over one cluster; policies compose them."""
 
     def __init__(self, cluster: Cluster, progress: Progress | None = None) -> None:
-        self.c = cluster
+        self.cluster = cluster
         self.env = cluster.env
         self.rec = cluster.recorder
         self.progress = progress
-        self._rid = 0
-        self.rollout_loaded = True  # colocated engines start with weights resident
-        self.epoch = 0
-        """Moves on at every job restart (`recovery.Recovery.run_steps`): a phase of an
-        older epoch records nothing when it ends."""
-        self.recovery: Recovery | None = None
+        self.job = RolloutJob(cluster)
+        self.recovery: JobRecovery | None = None
+        """Set when the scenario has faults or trainer checkpoints (`api.simulate`): a
+        job restart then stops a phase at its next event."""
         self._controller_costs: dict[int, ControllerCost] = {}
 
     def phase(self, name: str, step: int, body: Generator[simpy.Event, Any, Any],
@@ -149,7 +92,8 @@ class Phases:
     def _timed(self, name: str, step: int, body: Generator[simpy.Event, Any, Any],
                attrs: dict[str, Any]) -> Generator[simpy.Event, Any, Any]:
         t0 = self.env.now
-        epoch = self.epoch
+        job = self.job
+        epoch = job.epoch
         if self.recovery is None:
             result = yield from body
         else:  # a job restart stops the phase at its next event: nothing more of it runs
@@ -162,13 +106,13 @@ class Phases:
                     except simpy.Interrupt as err:
                         event = body.throw(err)
                         continue
-                    if epoch != self.epoch:
+                    if epoch != job.epoch:
                         body.close()
                         return None
                     event = body.send(value)
             except StopIteration as stop:
                 result = stop.value
-        if epoch == self.epoch:
+        if epoch == job.epoch:
             self.rec.span(CONTROLLER, name, t0, self.env.now, step=step, **attrs)
         return result
 
@@ -179,74 +123,65 @@ class Phases:
 
     def next_rid(self) -> int:
         """A fresh request id (unique within the run)."""
-        self._rid += 1
-        return self._rid
+        return self.job.next_rid()
+
+    def rollouts(self, groups: Sequence[PromptGroup],
+                 on_finish: Callable[[Sample], None] | None,
+                 keyed: bool = False, reserve: bool = False,
+                 fault_step: int | None = None) -> list[Rollout]:
+        """One rollout per response of `groups`, in launch order (`slot`), each handing
+        its sample to `on_finish`. `reserve`: each first turn's request id is taken now,
+        in launch order. `fault_step`: the step whose fault draws multi-turn samples key
+        on, when the job's recovery attaches fault hooks (they number every turn when it
+        is submitted)."""
+        job = self.job
+        faults = job.faults if fault_step is not None else None
+        out: list[Rollout] = []
+        slot = 0
+        for g in groups:
+            pid, prompt, task = g.prompt_id, g.prompt_tokens, g.task
+            turns_of, rewards, resets = g.turns, g.reward_s, g.reset_s
+            if turns_of is None and rewards is None and resets is None:
+                for resp in g.response_tokens:
+                    rid = 0
+                    if reserve:
+                        job.rid = rid = job.rid + 1
+                    out.append(Rollout(job, pid, prompt, resp, None, slot, None, 0.0, task,
+                                       keyed, on_finish, rid))
+                    slot += 1
+                continue
+            for j, resp in enumerate(g.response_tokens):
+                turns = turns_of[j] if turns_of is not None else None
+                if turns is not None and len(turns) < 2 and not keyed:
+                    turns = None  # one turn: a single-turn sample
+                rid = job.next_rid() if reserve else 0
+                r = Rollout(job, pid, prompt, resp, turns, slot=slot,
+                            reward_s=rewards[j] if rewards is not None else None,
+                            reset_s=resets[j] if resets is not None else 0.0, task=task,
+                            keyed=keyed, on_finish=on_finish)
+                slot += 1
+                if faults is not None and r.last > 0:
+                    assert fault_step is not None
+                    r.faults = faults(r, (fault_step, r.slot))  # its reserved id stays unused
+                else:
+                    r.first_rid = rid
+                out.append(r)
+        return out
 
     def _gen(self, step: int, groups: Sequence[PromptGroup],
              version: int) -> Generator[simpy.Event, Any, list[Sample]]:
-        if self.c.scenario.policy.env_interaction == "batched" and \
+        if self.cluster.scenario.policy.env_interaction == "batched" and \
                 any(g.turns is not None for g in groups):
             return (yield from self._gen_batched(step, groups, version))
         t0 = self.env.now
-        reqs: list[Request] = []
-        # Recorded rollouts only (both empty otherwise): rid of a first turn -> the turns of
-        # its multi-turn sample; rid -> the sample's recorded reward latency.
-        multi: dict[int, tuple[Turn, ...]] = {}
-        rewards: dict[int, float | None] = {}
-        resets: dict[int, float] = {}  # rid of a first turn -> its environment reset
-        for g in groups:
-            if g.turns is None and g.reward_s is None:
-                for out in g.response_tokens:
-                    self._rid += 1
-                    reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
-                continue
-            for j, out in enumerate(g.response_tokens):
-                self._rid += 1
-                turns = g.turns[j] if g.turns is not None else ()
-                if len(turns) > 1:
-                    multi[self._rid] = turns
-                    out = turns[0].response_tokens
-                if g.reward_s is not None:
-                    rewards[self._rid] = g.reward_s[j]
-                if g.reset_s is not None and g.reset_s[j] > 0:
-                    resets[self._rid] = g.reset_s[j]
-                reqs.append(Request(self._rid, g.prompt_tokens, out, tag=g.prompt_id))
-        barrier = Barrier(self.env, len(reqs))
-        position = -1  # the request's place in the batch: its fault draws' key
-        for engine, chunk in self.engine_chunks(reqs):
-            for req in chunk:
-                position += 1
-                sample_turns = multi.get(req.rid) if multi else None
-                if sample_turns is None:
-                    req.on_done = barrier.arrive
-                elif self.recovery is not None:
-                    RecoverableTrajectory(
-                        self.recovery, (step, position), req.tag, req.prompt_tokens,
-                        sample_turns, rewards.get(req.rid), version, engine, self.next_rid,
-                        barrier.arrive, resets.get(req.rid, 0.0), Sample).start()
-                    continue
-                else:
-                    # A multi-turn sample keeps its engine for every turn.
-                    traj = _Trajectory(
-                        req.tag, req.prompt_tokens, sample_turns, rewards.get(req.rid), version,
-                        engine, self.c.env_pool, self.next_rid, barrier.arrive)
-                    req.on_done, req.cache_key = traj.turn_done, traj
-                reset = resets.get(req.rid)
-                if reset is None:
-                    engine.submit(req)
-                else:  # the environment resets (on an env worker) before the first turn
-                    self.c.env_pool.run(reset).callbacks.append(
-                        _submit_later(engine, req, self))
-        done = yield barrier.done
-        if not multi and not rewards:
-            task_of = {g.prompt_id: g.task for g in groups}
-            samples = [Sample(r.tag, r.prompt_tokens, r.generated, version,
-                              task=task_of[r.tag]) for r in done]
-        else:
-            samples = [x if isinstance(x, Sample)
-                       else Sample(x.tag, x.prompt_tokens, x.generated, version,
-                                   rewards.get(x.rid))
-                       for x in done]
+        barrier = Barrier(self.env, sum(len(g.response_tokens) for g in groups))
+        # Every first turn is numbered at launch, in launch order; a sample's turns keep
+        # the engine its first turn is dispatched to.
+        rollouts = self.rollouts(groups, barrier.arrive, reserve=True, fault_step=step)
+        for engine, chunk in self.engine_chunks(rollouts):
+            for r in chunk:
+                r.start(version, engine)
+        samples: list[Sample] = yield barrier.done
         self.record_responses(step, t0, samples, barrier.times)
         return samples
 
@@ -255,65 +190,56 @@ class Phases:
         """Multi-turn samples in lock-step (policy.env_interaction: batched): every reset,
         then turn t of every trajectory still going, then all their environment steps, then
         turn t + 1. Each trajectory keeps the engine its first turn was dispatched to."""
-        env, pool = self.env, self.c.env_pool
+        env = self.env
         t0 = env.now
-        # (prompt id, prompt tokens, turns, recorded reward latency, reset) per sample
-        trajs = [(g.prompt_id, g.prompt_tokens,
-                  g.turns[j] if g.turns is not None else (Turn(out),),
-                  g.reward_s[j] if g.reward_s is not None else None,
-                  g.reset_s[j] if g.reset_s is not None else 0.0)
-                 for g in groups for j, out in enumerate(g.response_tokens)]
-        first = [Request(0, t[1], t[2][0].response_tokens) for t in trajs]  # dispatch only
-        engine_of: list[RolloutEngine] = []
-        for engine, chunk in self.engine_chunks(first):
-            engine_of += [engine] * len(chunk)
-        resets = [pool.run(t[4]) for t in trajs if t[4] > 0]
-        if resets:
-            yield env.all_of(resets)
-        context = [t[1] for t in trajs]
+        rollouts = self.rollouts(groups, None, keyed=True)
+        for engine, chunk in self.engine_chunks(rollouts):
+            for r in chunk:
+                r.start(version, engine, held=True)
+        resetting = [r for r in rollouts if r.reset_s > 0]
+        if resetting:
+            resets = Barrier(env, len(resetting))
+            for r in resetting:
+                r.after_env = resets.arrive
+                r.reset()
+            yield resets.done
         out: list[Sample] = []
         times: list[float] = []
-        active = list(range(len(trajs)))
-        turn = 0
+        active = rollouts
         while active:
             barrier = Barrier(env, len(active))
-            for i in active:
-                req = Request(self.next_rid(), context[i], trajs[i][2][turn].response_tokens,
-                              tag=i, on_done=barrier.arrive, cache_key=(t0, i))
-                engine_of[i].submit(req)
-            done: list[Request] = yield barrier.done
-            going = []
-            for req, at in zip(done, barrier.times, strict=True):
-                i = req.tag
-                turns = trajs[i][2]
-                context[i] += req.generated + turns[turn].obs_tokens
-                if turn == len(turns) - 1:
-                    pid, prompt, _, reward_s, _ = trajs[i]
-                    out.append(Sample(pid, prompt, context[i] - prompt, version, reward_s,
-                                      last_response_tokens=req.generated,
-                                      observation_tokens=sum(t.obs_tokens for t in turns)))
+            for r in active:  # a turn ends in its sample (the last) or held for its step
+                r.on_finish = r.after_turn = barrier.arrive
+                r.submit()
+            done: list[Sample | Rollout] = yield barrier.done
+            going: list[Rollout] = []
+            for item, at in zip(done, barrier.times, strict=True):
+                if isinstance(item, Sample):
+                    out.append(item)
                     times.append(at)
                 else:
-                    going.append(i)
+                    going.append(item)
             if going:
-                yield env.all_of([pool.run(trajs[i][2][turn].env_s) for i in going])
-            active = sorted(going)
-            turn += 1
+                steps = Barrier(env, len(going))
+                for r in going:
+                    r.after_env = steps.arrive
+                    r.env_step()
+                yield steps.done
+            active = sorted(going, key=_slot)
         self.record_responses(step, t0, out, times)
         return out
 
-    def engine_chunks(self, reqs: Sequence[Request]) -> list[tuple[RolloutEngine,
-                                                                   Sequence[Request]]]:
+    def engine_chunks(self, items: Sequence[_T]) -> list[tuple[RolloutEngine, Sequence[_T]]]:
         """veRL's dispatch: the batch in equal contiguous chunks, one per engine, so the
         samples of one prompt land together and no engine rebalances (the long tail stays
         put)."""
-        engines = self.c.engines
-        per, extra = divmod(len(reqs), len(engines))
-        out: list[tuple[RolloutEngine, Sequence[Request]]] = []
+        engines = self.cluster.engines
+        per, extra = divmod(len(items), len(engines))
+        out: list[tuple[RolloutEngine, Sequence[_T]]] = []
         start = 0
         for i, engine in enumerate(engines):
             end = start + per + (1 if i < extra else 0)
-            out.append((engine, reqs[start:end]))
+            out.append((engine, items[start:end]))
             start = end
         return out
 
@@ -331,14 +257,14 @@ class Phases:
         return self.phase("reward", step, self._reward(step, samples), samples=len(samples))
 
     def _reward(self, step: int, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
-        cfg = self.c.scenario.reward
+        cfg = self.cluster.scenario.reward
         if cfg.by_task:
             # A mixed workload: CPU-scored samples on the workers and judged ones on the
             # judge engines, at the same time.
             mixed = self.task_reward_latencies(step, [s.task for s in samples])
             cpu = [x for x in mixed if x is not None]
             judged = [s for s, x in zip(samples, mixed, strict=True) if x is None]
-            jobs = [self.c.reward.score(cpu)] if cpu else []
+            jobs = [self.cluster.reward.score(cpu)] if cpu else []
             if judged:
                 jobs.append(self.env.process(self.judge(judged)))
             yield self.env.all_of(jobs)
@@ -352,7 +278,7 @@ class Phases:
             lat = np.minimum(np.array([s.reward_s for s in samples], dtype=float), cfg.timeout)
         else:
             lat = self.reward_latencies(step, len(samples))
-        yield self.c.reward.score(lat.tolist())
+        yield self.cluster.reward.score(lat.tolist())
 
     def reward_latencies(self, step: int, n: int) -> np.ndarray:
         """Per-sample reward latencies of a step, from the reward stream (same for all
@@ -360,8 +286,8 @@ class Phases:
         runs that never finish, cut at the timeout for sandboxes."""
         # Vectorised (a step can score thousands of samples); the same draws as
         # task_reward_latencies gives an untasked workload.
-        cfg = self.c.scenario.reward
-        seed = self.c.scenario.seed
+        cfg = self.cluster.scenario.reward
+        seed = self.cluster.scenario.seed
         draw = rng(seed, "reward", step).standard_normal(n)
         lat = np.minimum(cfg.latency.median * np.exp(cfg.latency.sigma * draw), cfg.timeout)
         if cfg.latency.hang_fraction:
@@ -376,12 +302,12 @@ class Phases:
         every policy sees the same ones): lognormal around the sample's task's median, or
         the timeout for its task's `hang_fraction`, cut at its timeout; None where the
         task is judged."""
-        cfg = self.c.scenario.reward
+        cfg = self.cluster.scenario.reward
         n = len(tasks)
-        draw = rng(self.c.scenario.seed, "reward", step).standard_normal(n).tolist()
+        draw = rng(self.cluster.scenario.seed, "reward", step).standard_normal(n).tolist()
         specs = [cfg.by_task.get(t) if t is not None else None for t in tasks]
         lats = [spec.latency if spec is not None else cfg.latency for spec in specs]
-        hangs = (rng(self.c.scenario.seed, "reward-hang", step).random(n).tolist()
+        hangs = (rng(self.cluster.scenario.seed, "reward-hang", step).random(n).tolist()
                  if any(lat.hang_fraction for lat in lats) else None)
         out: list[float | None] = []
         for i, (spec, lat) in enumerate(zip(specs, lats, strict=True)):
@@ -398,15 +324,15 @@ class Phases:
 
     def judge(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
         """Score samples on the judge engines (round-robin); ends when all are judged."""
-        jc = self.c.scenario.reward.judge
+        jc = self.cluster.scenario.reward.judge
         assert jc is not None
-        if self.c.judge_load_s:
-            yield self.env.timeout(self.c.judge_load_s)  # a time-shared judge wakes up first
+        if self.cluster.judge_load_s:
+            yield self.env.timeout(self.cluster.judge_load_s)  # a time-shared judge wakes up first
         barrier = Barrier(self.env, len(samples))
-        judges = self.c.judges
+        judges = self.cluster.judges
         for i, s in enumerate(samples):
-            self._rid += 1
-            req = Request(self._rid, s.judged_tokens(jc.reads) + jc.prompt_overhead_tokens,
+            req = Request(self.job.next_rid(),
+                          s.judged_tokens(jc.reads) + jc.prompt_overhead_tokens,
                           jc.output_tokens, on_done=barrier.arrive)
             judges[i % len(judges)].submit(req)
         yield barrier.done
@@ -416,16 +342,15 @@ class Phases:
         return self.phase("ref", step, self._ref(samples))
 
     def _ref(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
-        tokens = sum(s.tokens for s in samples)
-        seq = attention_length(samples)
         lengths = [s.tokens for s in samples]  # the cost model packs them into micro-batches
-        t = self.c.scenario.train
+        tokens, seq = _attention(lengths)
+        t = self.cluster.scenario.train
         if t.ref_logprob:
-            yield self.c.trainer.forward(tokens, "ref_logprob", seq, lengths, reference=True)
+            yield self.cluster.trainer.forward(tokens, "ref_logprob", seq, lengths, reference=True)
         if t.old_logprob:
-            yield self.c.trainer.forward(tokens, "old_logprob", seq, lengths)
+            yield self.cluster.trainer.forward(tokens, "old_logprob", seq, lengths)
         if t.critic:  # PPO: the critic's values of every sample
-            yield self.c.trainer.forward(tokens, "critic_values", seq, lengths)
+            yield self.cluster.trainer.forward(tokens, "critic_values", seq, lengths)
 
     def train(self, step: int, samples: Sequence[Sample], version: int,
               streamed: Sequence[Sample] = ()) -> simpy.Process:
@@ -433,21 +358,21 @@ class Phases:
         trainer computed them during generation), so only the rest are computed here, and
         the one optimizer step covers all."""
         stale = [version - s.version for s in samples]
-        tokens = sum(s.tokens for s in samples)
-        seq = attention_length(samples)
-        rest = list(samples)
+        # The samples' own lengths and prompts: the cost model packs micro-batches from them
+        # and cuts one mini-batch (optimizer step) per train.ppo_mini_batch_size prompts.
+        lengths = [s.tokens for s in samples]
+        tokens, seq = _attention(lengths)
+        rest = samples
         if streamed:
             done = {id(s) for s in streamed}
             rest = [s for s in samples if id(s) not in done]
-            work, work_seq = sum(s.tokens for s in rest), attention_length(rest)
+            lengths = [s.tokens for s in rest]
+            work, work_seq = _attention(lengths)
         else:
             work, work_seq = tokens, seq
-        # The samples' own lengths and prompts: the cost model packs micro-batches from them
-        # and cuts one mini-batch (optimizer step) per train.ppo_mini_batch_size prompts.
-        lengths = [s.tokens for s in rest]
         prompts = len({s.prompt_id for s in rest})
         return self.phase(
-            "train", step, self._train(work, work_seq, step, lengths, prompts),
+            "train", step, self._train(work, work_seq, step, lengths, prompts, samples),
             samples=len(samples),
             tokens=tokens, streamed=len(streamed),
             seq_tokens=seq, response_tokens=sum(s.response_tokens for s in samples),
@@ -457,30 +382,35 @@ class Phases:
         )
 
     def _train(self, tokens: int, seq_tokens: float | None, step: int,
-               lengths: Sequence[int] | None = None,
-               prompts: int | None = None) -> Generator[simpy.Event, Any, None]:
-        epoch = self.epoch
-        trainer = self.c.trainer
+               lengths: Sequence[int] | None = None, prompts: int | None = None,
+               samples: Sequence[Sample] = ()) -> Generator[simpy.Event, Any, None]:
+        job = self.job
+        epoch = job.epoch
+        trainer = self.cluster.trainer
         yield trainer.train(tokens, seq_tokens, lengths, prompts, step=step)
-        if self.c.scenario.train.critic:  # PPO: the critic's update after the actor's
+        if self.cluster.scenario.train.critic:  # PPO: the critic's update after the actor's
             yield trainer.train(tokens, seq_tokens, lengths, prompts, label="critic_update",
                                 step=step)
-        if self.progress is not None and epoch == self.epoch:
-            self.progress(step + 1, self.c.scenario.steps)
+        if epoch != job.epoch:
+            return
+        job.end_samples(samples, "trained")  # each sample's one outcome
+        if self.progress is not None:
+            self.progress(step + 1, self.cluster.scenario.steps)
 
     def weight_sync(self, step: int) -> simpy.Process:
         """Trainer -> engines (`rlsim.cost.weightsync`, scheme `weight_sync.scheme`): the
         bytes each engine rank receives cross the link (fair-shared, fault-slowed); the
         gather, per-tensor / per-bucket, load and host-store parts are fixed times. The
         span carries each part."""
-        cfg = self.c.scenario.weight_sync
-        cost = layout_sync_cost(self.c.train_cost, self.c.engine_cost, self.c.weight_bytes,
-                                cfg.scheme, cfg.bucket_size, cfg.delta_fraction,
+        c = self.cluster
+        cfg = c.scenario.weight_sync
+        cost = layout_sync_cost(c.train_cost, c.engine_cost, c.weight_bytes, cfg.scheme,
+                                cfg.bucket_size, cfg.delta_fraction,
                                 framework=cfg.framework, store_transport=cfg.store_transport,
-                                colocated=self.c.placement.colocated)
+                                colocated=c.placement.colocated)
         # A fitted framework overhead (framework.weight_sync_overhead): fixed time the
         # framework adds to every sync, before the bytes move.
-        extra_s = self.c.scenario.framework.weight_sync_overhead
+        extra_s = self.cluster.scenario.framework.weight_sync_overhead
         attrs = cost.attrs()
         if extra_s > 0:
             attrs["framework_overhead_s"] = extra_s
@@ -493,7 +423,7 @@ class Phases:
         if cost.fixed_total_s > 0:
             yield self.env.timeout(cost.fixed_total_s)
         if cost.link_bytes > 0 or cost.scheme == "link":
-            yield self.c.link.transfer(cost.link_bytes, "weights")
+            yield self.cluster.link.transfer(cost.link_bytes, "weights")
 
     # ------------------------------------------------------------------ colocated switch
     def switch(self, step: int, to: str) -> simpy.Process:
@@ -503,15 +433,15 @@ class Phases:
         return self.phase("switch", step, self._switch(cost), to=to, **cost.attrs())
 
     def _switch_cost(self, to: str) -> SwitchCost:
-        engine, train = self.c.engine_cost, self.c.train_cost
+        engine, train = self.cluster.engine_cost, self.cluster.train_cost
         state_s = train.reload_s() if to == "train" else train.offload_s()
         return switch_cost(to, engine.weight_bytes_per_gpu(),
                            engine.gpu.pcie_bandwidth * engine.profile.pcie_efficiency,
                            state_s, engine.profile.engine_warm_start_base_s,
-                           self.c.scenario.weight_sync.engine_sleep_level)
+                           self.cluster.scenario.weight_sync.engine_sleep_level)
 
     def _switch(self, cost: SwitchCost) -> Generator[simpy.Event, Any, None]:
-        trainer = self.c.trainer
+        trainer = self.cluster.trainer
         if cost.to == "train":
             # Engines drop their KV cache and (sleep level 1) copy their weights to host
             # memory (veRL sleep mode); then the trainer's parameters, gradients and
@@ -548,7 +478,7 @@ class Phases:
         cost = self.controller_cost(len(samples))
         # A fitted framework overhead (framework.step_overhead): the driver's work rlsim
         # does not price, once per step, with or without `controller.enabled`.
-        extra_s = self.c.scenario.framework.step_overhead
+        extra_s = self.cluster.scenario.framework.step_overhead
         attrs: dict[str, Any] = dict(cost.attrs())
         seconds = cost.total_s
         if extra_s > 0:
@@ -562,8 +492,8 @@ class Phases:
         policy's batches mostly have the same size)."""
         cost = self._controller_costs.get(responses)
         if cost is None:
-            sc = self.c.scenario
-            cfg, w, t, place = sc.controller, sc.workload, sc.train, self.c.placement
+            sc = self.cluster.scenario
+            cfg, w, t, place = sc.controller, sc.workload, sc.train, self.cluster.placement
             if not cfg.enabled:
                 cost = ControllerCost(0, 0.0, 0.0, 0.0, 0, 0.0)
             else:

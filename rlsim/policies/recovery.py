@@ -8,7 +8,8 @@ Owns the recovery schemes, per component kind (docs/faults.md):
   fault, and costs KV memory all along, see `entities.cluster`);
 - environment: `restart` (a new container, the trajectory again from its first turn) or
   `checkpoint` (restore the last snapshot, redo the turns after it), with the checkpoint
-  policies of `faults.checkpoint` (`RecoverableTrajectory`);
+  policies of `faults.checkpoint` (`TrajectoryFaults`, the fault hooks it attaches to each
+  multi-turn sample's `entities.rollout.Rollout`);
 - trainer: the job restarts from its last checkpoint (`run_steps`);
 - fail-slow engines, trainer and link: slower for a while, noticed after detect_s, then
   mitigated or not.
@@ -21,31 +22,37 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import simpy
 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.faults import FaultSpec
+from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.entities.rollout import Rollout, RolloutJob
 from rlsim.faults import env_exec_fault, fault_times, take_checkpoint
 from rlsim.trace import CONTROLLER
-from rlsim.workload import Turn
-
-if TYPE_CHECKING:
-    from rlsim.policies.phases import Phases, Sample
 
 TRACK = "faults"
 LLM_WINDOW = 256  # LLM call durations the adaptive checkpoint policy looks back on
 MAX_ATTEMPTS = 1000  # runs of one execution before a trajectory is declared stuck
 
 
+class Wiring(Protocol):
+    """What recovery acts on: the cluster and the job's rollouts (`Phases` has both)."""
+
+    cluster: Cluster
+    job: RolloutJob
+
+
 class Recovery:
     """The faults of one run and the schemes that recover from them."""
 
-    def __init__(self, ph: Phases) -> None:
-        c = ph.c
-        self.ph = ph
+    def __init__(self, ph: Wiring) -> None:
+        c = ph.cluster
+        self.cluster = c
+        self.job = ph.job
         self.env = c.env
         self.rec = c.recorder
         self.scenario = c.scenario
@@ -88,6 +95,8 @@ class Recovery:
         self._trainer_slow: int | None = None
         self._link_healthy = c.link.bandwidth
         self._link_factors: list[float] = []
+        # every multi-turn sample's environment steps go through its fault hooks
+        self.job.faults = self._trajectory_faults
         self._start_injectors()
 
     # ------------------------------------------------------------------ bookkeeping
@@ -138,7 +147,7 @@ class Recovery:
         for si, spec in enumerate(f.link):
             self._check_on(spec, "link", si, 1, "links")
             self.env.process(self._inject(spec, "link", si, 0))
-        gpus = self.rollout_gpus + (0 if self.ph.c.placement.colocated else self.train_gpus)
+        gpus = self.rollout_gpus + (0 if self.cluster.placement.colocated else self.train_gpus)
         for si, spec in enumerate(f.gpu):
             self._check_on(spec, "gpu", si, gpus, "GPUs")
             for g in range(gpus):
@@ -168,7 +177,7 @@ class Recovery:
             if instance < self.rollout_gpus:
                 tp = self.scenario.rollout.tp
                 self._hit(spec, "engine", instance // tp)
-                if self.ph.c.placement.colocated:
+                if self.cluster.placement.colocated:
                     self._hit(spec, "trainer", 0)
             else:
                 self._hit(spec, "trainer", 0)
@@ -222,8 +231,12 @@ class Recovery:
             keep = max(keep, r.prefix_tokens if shadow else 0)
             regenerate += r.generated - keep
             reprefill += r.prompt_tokens + keep
-            r.prefix_tokens = keep
-            engine.submit(r, front=True)
+            owner = r.tag
+            if isinstance(owner, Rollout):
+                owner.requeue(r, keep, engine)
+            else:
+                r.prefix_tokens = keep
+                engine.submit(r, front=True)
         self.recovered(fid, "engine", t0, scheme="shadow" if shadow else "cold_restart",
                        requests=len(lost), lost_tokens=regenerate, reprefill_tokens=reprefill,
                        gpus=engine.gpus)
@@ -280,7 +293,7 @@ class Recovery:
 
     # ------------------------------------------------------------------ trainer and link
     def _slow_trainer(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
-        trainer = self.ph.c.trainer
+        trainer = self.cluster.trainer
         if self._trainer_slow is not None:
             return
         t0 = self.env.now
@@ -303,7 +316,7 @@ class Recovery:
 
     def _slow_link(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
         """The link runs at its healthy rate over the largest slowdown factor in force."""
-        link = self.ph.c.link
+        link = self.cluster.link
         t0 = self.env.now
         fid = self.fault("link", link.name, "slow", factor=spec.factor)
         self._link_factors.append(spec.factor)
@@ -359,7 +372,7 @@ class Recovery:
         self._job_fault = env.event()
         self._restarting = True
         self.epoch += 1
-        self.ph.epoch = self.epoch
+        self.job.epoch = self.epoch
         dropped = self._kill_job()
         self.rec.instant(CONTROLLER, "rollback", env.now, from_step=step, to_step=kept,
                          lost_s=t0 - since)
@@ -368,7 +381,7 @@ class Recovery:
             engine.restart()
         self._restarting = False
         self.rec.span(CONTROLLER, "recovery", t0, env.now, step=step)
-        gpus = self.rollout_gpus + (0 if self.ph.c.placement.colocated else self.train_gpus)
+        gpus = self.rollout_gpus + (0 if self.cluster.placement.colocated else self.train_gpus)
         self.recovered(fid, "trainer", t0, lost_work_s=t0 - since, gpus=gpus,
                        rolled_back_steps=step - kept, dropped_requests=dropped)
         self._close_by_restart()
@@ -387,86 +400,47 @@ class Recovery:
         dropped = 0
         for engine in self.engines:  # a down engine drops what waited for it too
             dropped += len(engine.crash())
-        self.ph.c.trainer.kill()
+        self.cluster.trainer.kill()
         return dropped
 
+    def _trajectory_faults(self, rollout: Rollout, key: tuple[int, int]) -> TrajectoryFaults:
+        return TrajectoryFaults(self, rollout, key)
 
-class RecoverableTrajectory:
-    """A multi-turn sample whose environment can fail and be recovered (the fault-aware
-    counterpart of `phases._Trajectory`, used when a scenario has faults).
 
-    Turn i runs on the trajectory's engine; then execution i (the environment step after
-    it) on the env pool. An execution fails with the fault stream's chance; the trajectory
-    then comes back by its environment scheme: a new container and every turn again
-    (LLM turns included), or the last snapshot restored and the turns after it. Snapshots
-    are taken at action boundaries (an execution has returned) while the next LLM call
-    runs; the next execution waits for the snapshot to end. The LLM context and the
-    environment always resume from the same turn (`check_consistent`).
+class TrajectoryFaults:
+    """The environment faults and checkpoints of one multi-turn sample: the fault hooks of
+    its `Rollout` (which owns its turns and context).
+
+    Turn i runs on the sample's engine; then execution i (the environment step after it)
+    on the env pool. An execution fails with the fault stream's chance; the sample then
+    comes back by its environment scheme: a new container and every turn again (LLM turns
+    included), or the last snapshot restored and the turns after it. Snapshots are taken
+    at action boundaries (an execution has returned) while the next LLM call runs; the
+    next execution waits for the snapshot to end. The LLM context and the environment
+    always resume from the same turn (the rollout checks its context when it finishes).
     """
 
-    def __init__(self, rec: Recovery, key: tuple[int, int], prompt_id: int,
-                 prompt_tokens: int, turns: tuple[Turn, ...], reward_s: float | None,
-                 version: int, engine: RolloutEngine, next_rid: Callable[[], int],
-                 arrive: Callable[[Sample], None], reset_s: float,
-                 make_sample: Callable[[int, int, int, int, float | None], Sample]) -> None:
+    __slots__ = ("attempts", "execs_since", "key", "open", "r", "rec", "snapshot",
+                 "snapshot_ready", "work_since_s")
+
+    def __init__(self, rec: Recovery, rollout: Rollout, key: tuple[int, int]) -> None:
         self.rec = rec
-        self.key = key
-        self.prompt_id = prompt_id
-        self.prompt_tokens = prompt_tokens
-        self.turns = turns
-        self.reward_s = reward_s
-        self.version = version
-        self.engine = engine
-        self.next_rid = next_rid
-        self.arrive = arrive
-        self.reset_s = reset_s
-        self.make_sample = make_sample
-        self.epoch = rec.epoch
-        self.turn = 0  # the LLM turn running, or the execution after it
-        self.context = prompt_tokens
-        self.snapshot: tuple[int, int] | None = None  # (next turn, context) at the snapshot
+        self.r = rollout
+        self.key = key  # (step, place in the batch): its fault draws' key
+        self.snapshot: int | None = None  # the turn the last snapshot resumes at
         self.snapshot_ready = 0.0  # when the snapshot in progress ends
         self.attempts: dict[int, int] = {}  # execution -> runs so far
         self.execs_since = 0
         self.work_since_s = 0.0
-        self.turn_t0 = 0.0
         self.open: list[tuple[int, int, float]] = []  # faults being recovered: (id, exec, t)
 
-    # -------------------------------------------------------------- life cycle
-    def start(self) -> None:
-        """Reset the environment (if it has a reset), then the first turn."""
-        if self.reset_s > 0:
-            self.rec.ph.c.env_pool.run_then(self.reset_s, self._submit_turn)
-        else:
-            self._submit_turn(None)
-
-    def _alive(self) -> bool:
-        return self.epoch == self.rec.epoch
-
-    def _submit_turn(self, _arg: Any) -> None:
-        if not self._alive():
-            return
-        self.turn_t0 = self.rec.env.now
-        self.engine.submit(Request(self.next_rid(), self.context,
-                                   self.turns[self.turn].response_tokens,
-                                   on_done=self.turn_done, tag=self.prompt_id,
-                                   cache_key=self))
-
-    def turn_done(self, req: Request) -> None:
-        if not self._alive():
-            return
-        now = self.rec.env.now
-        llm_s = now - self.turn_t0
+    # -------------------------------------------------------------- hooks
+    def turn_done(self, rollout: Rollout, llm_s: float) -> None:
         self.rec.llm_calls_s.append(llm_s)
         self.work_since_s += llm_s
-        turn = self.turns[self.turn]
-        self.context += req.generated + turn.obs_tokens
-        if self.turn == len(self.turns) - 1:
-            self.check_consistent()
-            self.arrive(self.make_sample(self.prompt_id, self.prompt_tokens,
-                                         self.context - self.prompt_tokens, self.version,
-                                         self.reward_s))
-            return
+
+    def env_step(self, rollout: Rollout) -> None:
+        now = self.rec.env.now
         wait = self.snapshot_ready - now  # a snapshot still being taken holds the env
         if wait > 0:
             self.rec.rec.instant(TRACK, "checkpoint_wait", now, wait_s=wait)
@@ -474,10 +448,12 @@ class RecoverableTrajectory:
         else:
             self._execute(None)
 
+    # -------------------------------------------------------------- executions
     def _execute(self, _event: Any) -> None:
-        if not self._alive():
+        r = self.r
+        if not r.alive:
             return
-        i = self.turn
+        i = r.turn
         now = self.rec.env.now
         still = []
         for fid, target, t0 in self.open:  # back where a fault struck: recovered
@@ -494,17 +470,19 @@ class RecoverableTrajectory:
                 "probability is too high for its length (lower it, or recover from "
                 "checkpoints)")
         self.attempts[i] = attempt + 1
-        env_s = self.turns[i].env_s
+        assert r.turns is not None
+        env_s = r.turns[i].env_s
         share = env_exec_fault(self.rec.env_specs, self.rec.seed, self.key[0], self.key[1],
                                i, attempt)
-        pool = self.rec.ph.c.env_pool
+        pool = self.rec.cluster.env_pool
         if share is None:
             pool.run_then(env_s, self._executed, env_s)
         else:
             pool.run_then(env_s * share, self._failed, (now, env_s * share))
 
     def _executed(self, env_s: float) -> None:
-        if not self._alive():
+        r = self.r
+        if not r.alive:
             return
         rec = self.rec
         self.work_since_s += env_s
@@ -514,47 +492,37 @@ class RecoverableTrajectory:
                 cfg.checkpoints, self.execs_since, self.work_since_s, rec.checkpoint_s,
                 rec.llm_calls_s):
             now = rec.env.now
-            self.snapshot = (self.turn + 1, self.context)
+            self.snapshot = r.turn + 1
             self.snapshot_ready = now + rec.checkpoint_s
             self.execs_since = 0
             self.work_since_s = 0.0
             rec.rec.instant(TRACK, "checkpoint", now, duration_s=rec.checkpoint_s,
-                            turn=self.turn + 1)
-        self.turn += 1
-        self._submit_turn(None)
+                            turn=r.turn + 1)
+        r.step_done()
 
     def _failed(self, job: tuple[float, float]) -> None:
-        if not self._alive():
+        r = self.r
+        if not r.alive:
             return
         t_start, done_s = job
         rec = self.rec
-        i = self.turn
-        resume, context = (self.snapshot if self.snapshot is not None
-                           and rec.cfg.env.scheme == "checkpoint"
-                           else (0, self.prompt_tokens))
+        i = r.turn
+        assert r.turns is not None
+        resume = (self.snapshot if self.snapshot is not None
+                  and rec.cfg.env.scheme == "checkpoint" else 0)
         # the LLM turns from `resume` to i run again, and the executions between them
-        lost_tokens = sum(t.response_tokens for t in self.turns[resume:i + 1])
-        lost_env_s = sum(t.env_s for t in self.turns[resume:i]) + done_s
+        lost_tokens = sum(t.response_tokens for t in r.turns[resume:i + 1])
+        lost_env_s = sum(t.env_s for t in r.turns[resume:i]) + done_s
         fid = rec.fault("env", f"{self.key[0]}/{self.key[1]}", execution=i,
                         resume_turn=resume, lost_tokens=lost_tokens, lost_env_s=lost_env_s)
         self.open.append((fid, i, t_start + done_s))
-        self.turn, self.context = resume, context
         self.snapshot_ready = 0.0
         self.execs_since = 0
         self.work_since_s = 0.0
         if resume == 0:
             self.snapshot = None
             restart = (rec.cfg.env.restart_s if rec.cfg.env.restart_s is not None
-                       else self.reset_s)
-            rec.ph.c.env_pool.run_then(restart, self._submit_turn)
+                       else r.reset_s)
+            r.rewind(0, restart)
         else:
-            rec.ph.c.env_pool.run_then(rec.restore_s, self._submit_turn)
-
-    def check_consistent(self) -> None:
-        """The finished context is exactly the prompt, every turn's response and every
-        observation once: no turn lost or doubled by recoveries."""
-        expected = self.prompt_tokens + sum(t.response_tokens + t.obs_tokens
-                                            for t in self.turns)
-        if self.context != expected:
-            raise RuntimeError(f"trajectory {self.key}: context {self.context} tokens after "
-                               f"recovery, expected {expected}")
+            r.rewind(resume, rec.restore_s)

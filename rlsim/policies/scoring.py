@@ -49,9 +49,9 @@ class Scorer:
     def judge(self, rid: int, response_tokens: int) -> None:
         """Send a finished response to a judge engine; `judging[rid]` fires at its verdict."""
         ph = self.ph
-        jc = ph.c.scenario.reward.judge
+        jc = ph.cluster.scenario.reward.judge
         assert jc is not None
-        judges = ph.c.judges
+        judges = ph.cluster.judges
         if self.half_judges is not None and self.half_judges():
             judges = judges[: max(1, len(judges) // 2)]
         verdict = ph.env.event()
@@ -71,9 +71,9 @@ class Scorer:
             return None
         cap = self.caps.get(task)
         if cap is None or self.adaptive is None:
-            return self.ph.c.reward.submit(lat)
+            return self.ph.cluster.reward.submit(lat)
         now = self.ph.env.now
         charged = self.adaptive.charge(prompt_id, lat, now, cap)
-        end = self.ph.c.reward.submit(charged)
+        end = self.ph.cluster.reward.submit(charged)
         self.adaptive.record(prompt_id, lat, charged, end, cap)
         return end

@@ -47,7 +47,7 @@ class StreamTrainer:
         self.start, self.stop, self.every = start, stop, every
         self.quantile = projection_quantile
         self.history: list[int] = []
-        c = ph.c
+        c = ph.cluster
         half = c.placement.rollout_gpus // 2
         self.trainer: Trainer | None = None
         try:
@@ -81,10 +81,10 @@ class StreamTrainer:
         """Whether this round has released the second half of the rollout GPUs."""
         return self.scaled
 
-    def on_finished(self, req: Request) -> None:
-        """A response finished (whether or not its prompt trains)."""
+    def on_finished(self, response_tokens: int) -> None:
+        """A response of `response_tokens` finished (whether or not its prompt trains)."""
         self.finished += 1
-        self.history.append(req.generated)
+        self.history.append(response_tokens)
         if self.scaled or self.trainer is None or self.next_check > self.stop + 1e-9:
             return
         if self.finished < self.next_check * self.launched:
@@ -109,7 +109,7 @@ class StreamTrainer:
 
     # ------------------------------------------------------------------ internals
     def _try_scale(self) -> None:
-        engines = self.ph.c.engines
+        engines = self.ph.cluster.engines
         if len(engines) < 2:
             return
         keep, release = engines[: len(engines) // 2], engines[len(engines) // 2:]
@@ -141,7 +141,7 @@ class StreamTrainer:
         env, trainer = self.ph.env, self.trainer
         assert trainer is not None
         yield trainer.reload()  # the trainer's state onto the released GPUs
-        t = self.ph.c.scenario.train
+        t = self.ph.cluster.scenario.train
         while not self.round_over:
             now = env.now
             # Every done prompt whose rewards are in, in the order they became ready.

@@ -14,12 +14,14 @@ from typing import Any
 
 import simpy
 
+from rlsim.config.policy_caps import SYNC
 from rlsim.policies.phases import Phases
+from rlsim.policies.registry import PolicySpec, register
 from rlsim.workload import Workload
 
 
 def run_sync(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
-    steps = ph.c.scenario.steps
+    steps = ph.cluster.scenario.steps
     if ph.recovery is not None and ph.recovery.restarts_job:
         # trainer checkpoints, and restarts from the last one after a job fault
         yield from ph.recovery.run_steps(steps, lambda step: _step(ph, workload, step))
@@ -30,7 +32,7 @@ def run_sync(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None
 
 
 def _step(ph: Phases, workload: Workload, step: int) -> Generator[simpy.Event, Any, None]:
-    colocated = ph.c.placement.colocated
+    colocated = ph.cluster.placement.colocated
     t0 = ph.env.now
     samples = yield ph.gen(step, workload.batch(step), version=step)
     if colocated:
@@ -43,3 +45,6 @@ def _step(ph: Phases, workload: Workload, step: int) -> Generator[simpy.Event, A
         yield ph.switch(step, "rollout")
     yield ph.weight_sync(step)
     ph.step_span(step, t0, samples=len(samples))
+
+
+register(PolicySpec(SYNC, run_sync))  # capabilities: rlsim/config/policy_caps.py

@@ -10,6 +10,12 @@ long tail to a few long rounds so that most rounds are short:
 - Once the queue holds at least P0 prompts, the next step is a **long round**: the P0
   oldest queued prompts, R0 responses each, no over-provisioning; it waits for all of them.
 - Every step trains exactly P0 x R0 samples, all on-policy (staleness 0).
+- A response is a sample's whole life (`entities.rollout.Rollout`): a multi-turn sample
+  runs its turns with environment steps between them, a prompt is done when R0 of its
+  samples have finished their last turn, and an aborted sample is stopped between turns
+  as well as mid-turn. A queued multi-turn prompt replays the same trajectories in its long
+  round (`Workload.redraw` has no others to give); its samples run each on its own
+  (per_trajectory), without the stream trainer (which projects single responses).
 
 Choices the paper leaves open, documented in docs/design.md: a queued prompt restarts from
 scratch in its long round (its partial responses are discarded) with R0 fresh responses
@@ -32,10 +38,13 @@ from typing import Any
 import simpy
 
 from rlsim.config.errors import ScenarioError
+from rlsim.config.policy_caps import TAIL_BATCHING
 from rlsim.cost.inference import InferenceCost
 from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.entities.rollout import LIVE, Rollout
 from rlsim.policies.adaptive_timeout import AdaptiveTimeout
 from rlsim.policies.phases import Phases, Sample
+from rlsim.policies.registry import PolicySpec, register
 from rlsim.policies.scoring import Scorer, sandbox_caps
 from rlsim.policies.stream_trainer import StreamTrainer, streamed_rest
 from rlsim.trace import CONTROLLER
@@ -43,7 +52,7 @@ from rlsim.workload import PromptGroup, Workload
 
 
 def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
-    sc = ph.c.scenario
+    sc = ph.cluster.scenario
     p0, r0 = sc.workload.prompts_per_step, sc.workload.samples_per_prompt
     cfg = sc.policy.tail_batching
     n_prompts, n_responses = math.ceil(cfg.eta_p * p0), math.ceil(cfg.eta_r * r0)
@@ -61,7 +70,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
     adaptive = (AdaptiveTimeout(cfg.timeout_lambda, cfg.timeout_floor)
                 if cfg.adaptive_timeout else None)
     caps = sandbox_caps(sc)
-    colocated = ph.c.placement.colocated
+    colocated = ph.cluster.placement.colocated
     if cfg.stream_trainer and not (colocated and cfg.reward_scheduler):
         raise ScenarioError(
             "policy.tail_batching.stream_trainer", "the stream trainer moves rollout GPUs to "
@@ -76,7 +85,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         t0 = ph.env.now
         if planner is not None:
             yield from planner.apply(step)
-        preempted_before = sum(e.preemptions for e in ph.c.engines)
+        preempted_before = sum(e.preemptions for e in ph.cluster.engines)
         cut_before = (adaptive.cut, adaptive.false_cut) if adaptive else (0, 0)
         if len(queue) >= p0:
             groups = [queue.popleft() for _ in range(p0)]
@@ -87,7 +96,8 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         else:
             groups = workload.batch(draws, n_prompts, n_responses)
             draws += 1
-            _single_turn(groups)
+            if draws == 1:
+                _check_multi_turn(groups, sc.policy.env_interaction, stream is not None)
             kind = "short"
         launched = sum(len(g.response_tokens) for g in groups)
         # With the reward scheduler, every response is scored as it finishes, so the
@@ -107,7 +117,7 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
                                                          stream),
                                      samples=p0 * r0, launched=launched, round=kind)
         samples = rnd.samples
-        preempted = sum(e.preemptions for e in ph.c.engines) - preempted_before
+        preempted = sum(e.preemptions for e in ph.cluster.engines) - preempted_before
         if planner is not None:
             planner.observe(step, preempted)
         if kind == "short":
@@ -159,9 +169,9 @@ class _Planner:
         self.ph = ph
         self.jump = jump
         self.calm = calm
-        self.base_tp = self.tp = ph.c.scenario.rollout.tp
-        self.node = ph.c.placement.rollout_pool.node_size
-        self.gpus = ph.c.placement.rollout_gpus
+        self.base_tp = self.tp = ph.cluster.scenario.rollout.tp
+        self.node = ph.cluster.placement.rollout_pool.node_size
+        self.gpus = ph.cluster.placement.rollout_gpus
         self.previous: int | None = None
         self.quiet = 0
         self.target = self.tp
@@ -187,8 +197,9 @@ class _Planner:
         """Whether the model runs at this TP (it must divide the attention heads, and the
         engine's options hold there: e.g. expert parallelism must divide it)."""
         try:
-            InferenceCost(self.ph.c.model, self.ph.c.placement.rollout_pool.gpu_spec, tp,
-                          self.ph.c.engine_cost.profile, options=self.ph.c.engine_cost.options)
+            c = self.ph.cluster
+            InferenceCost(c.model, c.placement.rollout_pool.gpu_spec, tp, c.engine_cost.profile,
+                          options=c.engine_cost.options)
         except ValueError:
             return False
         return True
@@ -196,7 +207,7 @@ class _Planner:
     def apply(self, step: int) -> Generator[simpy.Event, Any, None]:
         if self.target == self.tp:
             return
-        c = self.ph.c
+        c = self.ph.cluster
         c.relayout(self.target)
         self.tp = self.target
         yield self.ph.phase("switch", step, _until(self.ph, self.ph.env.now
@@ -204,10 +215,19 @@ class _Planner:
                             what="reshard", tp=self.tp)
 
 
-def _single_turn(groups: Sequence[PromptGroup]) -> None:
-    if any(g.turns is not None for g in groups):
-        raise ScenarioError("policy.name", "tail_batching runs single-turn responses; "
-                            "recorded multi-turn rollouts need policy.name: sync or one_off")
+def _check_multi_turn(groups: Sequence[PromptGroup], interaction: str, stream: bool) -> None:
+    """Multi-turn samples run each on its own (their rounds cut them as any response), and
+    without the stream trainer (it projects the length of single responses)."""
+    if not any(g.turns is not None for g in groups):
+        return
+    if interaction == "batched":
+        raise ScenarioError("policy.env_interaction", "tail_batching runs every trajectory on "
+                            "its own (its rounds stop samples mid-way); batched interaction is "
+                            "for sync and one_off: set per_trajectory")
+    if stream:
+        raise ScenarioError("policy.tail_batching.stream_trainer", "the stream trainer "
+                            "projects the lengths of single-turn responses; with multi-turn "
+                            "samples set stream_trainer: false")
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,85 +261,92 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
     env = ph.env
     t0 = env.now
     enough = env.event()
-    by_prompt: dict[int, list[Request]] = {}
-    finished: dict[int, list[tuple[Request, float]]] = {}
+    by_prompt: dict[int, list[Rollout]] = {}
+    # prompt -> (sample, finish time, id of its last request) of its finished responses
+    finished: dict[int, list[tuple[Sample, float, int]]] = {}
     done: list[int] = []
-    # done prompt -> (sample, finish time, request id) of its R0 trained responses
-    made: dict[int, list[tuple[Sample, float, int]]] = {}
-    task_of = {g.prompt_id: g.task for g in groups}
-    reqs: list[Request] = []
+    made: dict[int, list[tuple[Sample, float, int]]] = {}  # done prompt -> its R0 trained
     reward_end: dict[int, float] = {}  # rid -> when its reward is done
-    index: dict[int, int] = {}  # rid -> launch index (its reward latency)
-    pool = ph.c.reward
-    for g in groups:
-        mine = by_prompt.setdefault(g.prompt_id, [])
-        for out in g.response_tokens:
-            req = Request(ph.next_rid(), g.prompt_tokens, out, tag=g.prompt_id)
-            index[req.rid] = len(reqs)
-            mine.append(req)
-            reqs.append(req)
+    jc = ph.cluster.scenario.reward.judge
+    reads = jc.reads if jc is not None else "trajectory"
+    pool = ph.cluster.reward
 
-    def abort(targets: Sequence[Request]) -> None:
+    def abort(targets: Sequence[Rollout]) -> None:
+        """Stop these samples; their requests on the engines are aborted, engine by
+        engine, each engine's in the order they were submitted."""
         live: dict[str, list[Request]] = {}
+        for req in sorted((r.request for r in targets
+                           if r.request is not None and r.request.status in LIVE), key=_rid):
+            live.setdefault(req.engine, []).append(req)
         for r in targets:
-            if r.status in ("waiting", "prefill", "decode"):
-                live.setdefault(r.engine, []).append(r)
-        for engine in ph.c.engines:
+            r.stop()
+        for engine in ph.cluster.engines:
             if engine.name in live:
                 engine.abort(live[engine.name])
 
-    def on_done(req: Request) -> None:
-        if req.status != "finished" or enough.triggered:
-            return  # an aborted response, or one that finished after the round ended
+    def on_finish(sample: Sample) -> None:
+        if enough.triggered:
+            return  # a response that finished after the round ended
+        r = sample.rollout
+        assert r is not None
+        pid, rid = r.prompt_id, r.rid
         if stream is not None:
-            stream.on_finished(req)
+            stream.on_finished(sample.response_tokens)
         if scorer is not None:
-            end = scorer.submit(index[req.rid], req.tag, task_of[req.tag])
+            end = scorer.submit(r.slot, pid, r.task)
             if end is None:
-                scorer.judge(req.rid, req.generated)
+                scorer.judge(rid, sample.judged_tokens(reads))
             else:
-                reward_end[req.rid] = end
-        got = finished.setdefault(req.tag, [])
-        got.append((req, env.now))
+                reward_end[rid] = end
+        got = finished.setdefault(pid, [])
+        got.append((sample, env.now, rid))
         if len(got) != r0:
             return  # not yet done, or a surplus response landing as the prompt got done
-        done.append(req.tag)
-        made[req.tag] = [(Sample(r.tag, r.prompt_tokens, r.generated, version,
-                                 task=task_of[r.tag]), t, r.rid) for r, t in got]
+        done.append(pid)
+        made[pid] = list(got)
         if stream is not None:
-            ends = [reward_end.get(r.rid, math.inf) for r, _ in got]
-            stream.on_prompt_done([smp for smp, _, _ in made[req.tag]],
+            ends = [reward_end.get(x, math.inf) for _, _, x in got]
+            stream.on_prompt_done([smp for smp, _, _ in got],
                                   max(ends) if scorer is not None else math.inf)
         if len(done) == p0:
             enough.succeed()
-            abort(reqs)
+            abort(rollouts)
         else:
-            abort(by_prompt[req.tag])  # the prompt's surplus responses free their KV now
+            abort(by_prompt[pid])  # the prompt's surplus responses free their KV now
+
+    # every response's request id is taken at launch, in launch order
+    rollouts = ph.rollouts(groups, on_finish, reserve=True)
+    for r in rollouts:
+        by_prompt.setdefault(r.prompt_id, []).append(r)
 
     def migrate(release: list[RolloutEngine]) -> None:
         """Move the released engines' requests to the kept ones, least loaded first; each
         keeps its generated tokens (re-prefilled there)."""
-        keep = [e for e in ph.c.engines if e not in release]
+        keep = [e for e in ph.cluster.engines if e not in release]
         moved = [r for e in release for r in e.abort()]
-        for r in moved:
-            new = Request(ph.next_rid(), r.prompt_tokens, r.output_tokens,
-                          prefix_tokens=r.generated, on_done=on_done, tag=r.tag)
-            index[new.rid] = index[r.rid]
-            by_prompt[r.tag].append(new)
-            reqs.append(new)
-            min(keep, key=lambda e: e.load).submit(new)
+        for req in moved:
+            owner = req.tag
+            assert isinstance(owner, Rollout)
+            owner.resume(req, min(keep, key=lambda e: e.load))
+
+    def live() -> list[Request]:
+        """The requests on the engines, in the order they were submitted."""
+        return sorted((r.request for r in rollouts
+                       if r.request is not None and r.request.status in LIVE), key=_rid)
 
     if stream is not None:
-        stream.begin_round(step, len(reqs), lambda: [r for r in reqs if r.status in (
-            "waiting", "prefill", "decode")], migrate)
-    for engine, chunk in ph.engine_chunks(reqs):
-        for req in chunk:
-            req.on_done = on_done
-            engine.submit(req)
+        stream.begin_round(step, len(rollouts), live, migrate)
+    for engine, chunk in ph.engine_chunks(rollouts):
+        for r in chunk:
+            r.start(version, engine)
     yield enough
     trained_by_time = sorted((m for pid in done for m in made[pid]), key=lambda m: m[1])
     samples = [smp for smp, _, _ in trained_by_time]
     ph.record_responses(step, t0, samples, [t for _, t, _ in trained_by_time])
+    kept = {id(smp.rollout) for smp in samples}
+    for r in rollouts:  # surplus responses, and those of prompts not done: work in vain
+        if id(r) not in kept:
+            r.end("aborted")
     trained = set(done)
     reward_done = None
     if scorer is not None:
@@ -334,3 +361,10 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
         judged = []
     return _Round(samples, [g for g in groups if g.prompt_id not in trained], reward_done,
                   judged)
+
+
+def _rid(req: Request) -> int:
+    return req.rid
+
+
+register(PolicySpec(TAIL_BATCHING, run_tail_batching))  # capabilities: rlsim/config/policy_caps.py

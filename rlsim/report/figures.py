@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsim.config import policy_caps
 from rlsim.report.columns import RunRecords, natural_key
 from rlsim.report.metrics import ASYNC_GEN, PHASES, phase_label
 from rlsim.report.series import binned_step_mean, cdf_points, occupancy, round_to, time_edges
@@ -341,9 +342,12 @@ def staleness_counts(rec: RunRecords) -> dict[int, int]:
     return counts
 
 
-# Policies that may train on samples of older weights: their staleness is worth a plot
-# even when every sample happened to be fresh. The others (sync, tail_batching) are on-policy.
-OFF_POLICY = ("one_off", "async")
+def off_policy(name: str) -> bool:
+    """Whether policy `name` may train on samples of older weights (its capabilities): its
+    staleness is worth a plot even when every sample happened to be fresh. A policy this
+    process does not know (a plug-in's records) counts as on-policy."""
+    caps = policy_caps.lookup(name)
+    return caps is not None and caps.off_policy
 
 
 def staleness_relevant(run: Run) -> bool:
@@ -351,7 +355,7 @@ def staleness_relevant(run: Run) -> bool:
     counts = staleness_counts(run.records)
     stale = any(k > 0 and v > 0 for k, v in counts.items())
     summary_max = float((run.summary.get("staleness") or {}).get("max", 0) or 0)
-    return stale or summary_max > 0 or run.policy in OFF_POLICY
+    return stale or summary_max > 0 or off_policy(run.policy)
 
 
 def staleness(runs: list[Run]) -> Figure | None:

@@ -59,6 +59,14 @@ def fingerprint(path: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
+    unknown = [a for a in argv if a not in ("--check", "--quick")]
+    if unknown:
+        print(f"records: unknown argument {unknown[0]!r} (use --check, --quick)",
+              file=sys.stderr)
+        return 2
     check = "--check" in argv
     quick_only = "--quick" in argv
     golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
@@ -71,7 +79,8 @@ def main(argv: list[str]) -> int:
         try:
             fp = fingerprint(p)
         except Exception as err:  # a scenario rlsim refuses is kept as such
-            fp = {"error": f"{type(err).__name__}: {err}"[:200]}
+            # the checkout's path left out, so the file is the same from any clone
+            fp = {"error": f"{type(err).__name__}: {err}".replace(str(ROOT), ".")[:200]}
         out[key] = fp
         if check:
             old = golden.get(key)

@@ -1,0 +1,103 @@
+"""The scenario checks that come from the policy's capabilities (`config/policy_caps.py`).
+
+Owns `check_policy`, which raises a `ScenarioError` naming the field and the fix when a
+scenario asks its policy for what the policy's `PolicyCaps` does not list: a placement,
+multi-turn samples, a fault kind, trainer checkpoints or job restarts. No policy name is
+written here: every answer comes from the declared capabilities, so a plug-in policy is
+checked exactly as a shipped one. `resolve_placement` calls it, so it runs when a scenario
+is loaded and again before any cluster is built.
+"""
+
+from __future__ import annotations
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.policy_caps import FAULT_KINDS, PolicyCaps, caps, supporting
+from rlsim.config.scenario import Scenario
+
+
+def _alternatives(names: list[str], word: str) -> str:
+    """'a', 'a or b', 'a, b or c' (word: 'or' / 'and')."""
+    if len(names) < 2:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} {word} {names[-1]}"
+
+
+def _multi_turn_field(scenario: Scenario) -> tuple[str, str] | None:
+    """The field that makes the samples multi-turn, and what it makes them; None if single."""
+    w = scenario.workload
+    if w.agentic is not None:
+        return "workload.agentic", "multi-turn trajectories"
+    if w.trace is not None and w.trace.format == "polytrace_multiturn":
+        return "workload.trace.format", "multi-turn trajectories"
+    if w.trace is not None and w.trace.format == "rollouts":
+        return "workload.trace.format", "recorded rollouts (replayed turn by turn)"
+    return None
+
+
+def _restart_field(scenario: Scenario) -> str | None:
+    """The field that asks for trainer checkpoints or a job restart; None if none does."""
+    f, r = scenario.faults, scenario.recovery
+    if any(x.mode == "stop" for x in f.trainer):
+        return "faults.trainer"
+    if f.gpu:
+        return "faults.gpu"
+    if r.trainer.checkpoint_every is not None:
+        return "recovery.trainer.checkpoint_every"
+    if f.trainer and r.slow.mitigation == "fail_stop":
+        return "recovery.slow.mitigation"
+    return None
+
+
+def _check_placement(scenario: Scenario, c: PolicyCaps) -> None:
+    if scenario.policy.placement in c.placements:
+        return
+    why = f" ({c.placement_why})" if c.placement_why else ""
+    raise ScenarioError(
+        "policy.placement", f"{c.name} runs {_alternatives(list(c.placements), 'or')} only"
+        f"{why}; set policy.placement={c.placements[0]}")
+
+
+def _check_multi_turn(scenario: Scenario, c: PolicyCaps) -> None:
+    found = _multi_turn_field(scenario)
+    if c.multi_turn or found is None:
+        return
+    field, what = found
+    able = supporting(lambda x: x.multi_turn)
+    raise ScenarioError(field, f"{c.name} runs single-turn responses only; {what} need "
+                        f"policy.name: {_alternatives(able, 'or')}")
+
+
+def _check_faults(scenario: Scenario, c: PolicyCaps) -> None:
+    restart = _restart_field(scenario)
+    if restart is not None and not c.job_restarts:
+        able = supporting(lambda x: x.job_restarts)
+        raise ScenarioError(
+            restart, "trainer checkpoints and faults that restart the job (fail-stop "
+            "trainer or GPU faults, a slow trainer treated as failed) need policy.name: "
+            f"{_alternatives(able, 'or')}; {c.name} does not restart the job")
+    for kind in FAULT_KINDS:
+        if getattr(scenario.faults, kind) and kind not in c.faults:
+            raise ScenarioError(f"faults.{kind}", f"{c.name} runs no {kind} faults so far; "
+                                f"{_who_runs(kind)}drop faults.{kind}")
+
+
+def _who_runs(kind: str) -> str:
+    """The policies that run faults of `kind`, as the start of the fix."""
+    able = supporting(lambda x: kind in x.faults)
+    if len(able) > 1:
+        return f"policies {_alternatives(able, 'and')} do: set policy.name: {able[0]} or "
+    if able:
+        return f"policy {able[0]} does: set policy.name: {able[0]} or "
+    return "no policy does: "
+
+
+def check_policy(scenario: Scenario) -> None:
+    """Raise a ScenarioError if the scenario asks its policy for what the policy's
+    capabilities do not list (see the module docstring)."""
+    try:
+        c = caps(scenario.policy.name)
+    except KeyError as err:
+        raise ScenarioError("policy.name", str(err.args[0])) from None
+    _check_placement(scenario, c)
+    _check_multi_turn(scenario, c)
+    _check_faults(scenario, c)

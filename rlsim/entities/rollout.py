@@ -1,0 +1,409 @@
+"""A sample's life, from its launch to its one outcome: the entity every policy drives.
+
+Owns one sample in flight (`Rollout`), single-turn or multi-turn, and what it needs:
+- **attempts and epochs** (cancellation): a restart or cancel starts a new attempt, a job
+  restart a new epoch (`RolloutJob.epoch`); a callback of an older attempt or epoch (a
+  request that finishes, an environment step that ends) is ignored;
+- **dispatch**: every turn runs on one engine, the one given at launch or the least-loaded
+  one when the first turn is submitted;
+- **turns**: turn i generates on the engine; unless it is the last, the environment step
+  after it runs on the env pool (`EnvPool`) and appends its observation tokens; then turn
+  i + 1 goes to the same engine with the whole context so far as its prompt. An
+  environment reset, if any, comes before the first turn;
+- **the context arithmetic**, in one place: the context is the prompt, every finished
+  turn's response and every observation after it (`context_at`); an aborted turn resumes
+  with what it generated, less its last token (`resume`); the sample's trajectory, last
+  response and observation tokens;
+- **the prefix-cache key** of its requests: one per attempt, so a restart on new weights
+  never reuses the KV of the old one;
+- **finishing**: after its last turn it becomes a `Sample`, handed to the policy's
+  `on_finish` (scoring as it finishes, or a barrier);
+- **fault hooks** (`FaultHooks`) a recovery scheme attaches: the time of each LLM call and
+  the environment step after each turn (which may fail and `rewind` to a snapshot or the
+  start); an engine crash keeps the request, and `requeue` brings it back. With hooks
+  attached the finished context is checked whole;
+- **exactly one outcome per attempt** (`end`: trained, stale, cancelled, aborted...),
+  counted on the job; a second one raises.
+`RolloutJob` is what the samples of one job share: request ids, the epoch, the engines and
+env pool, the fault hooks' factory, the counts of attempts and outcomes. Policies decide
+when to launch, keep, stop or drop a sample; they never redo this arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import TYPE_CHECKING, Protocol
+
+from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.workload import Turn
+
+if TYPE_CHECKING:
+    from rlsim.entities.cluster import Cluster
+
+_LOAD = attrgetter("n_requests")  # RolloutEngine.load, as a count
+LIVE = frozenset({"waiting", "prefill", "decode"})  # a request still on its engine
+OPEN = "open"  # `Rollout.state` while an attempt runs
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class Sample:
+    """A finished response ready for training. Treat it as immutable (it hashes by value);
+    it is not frozen because a frozen dataclass costs five times as much to build, once
+    per response."""
+
+    prompt_id: int
+    prompt_tokens: int
+    response_tokens: int  # the whole trajectory after the prompt for a multi-turn sample
+    version: int  # policy version (weights) it was generated with
+    reward_s: float | None = None  # recorded reward latency (replayed rollouts), else drawn
+    task: str | None = None  # its task in a mixed workload (workload.tasks)
+    last_response_tokens: int | None = None  # multi-turn: its final turn; None: single-turn
+    observation_tokens: int = 0  # multi-turn: its observations (within response_tokens)
+    rollout: Rollout | None = field(default=None, compare=False, repr=False)
+    """The life it came from (its outcome is ended there); None for a sample made by hand."""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.response_tokens
+
+    def judged_tokens(self, reads: str) -> int:
+        """The tokens of it a judge reads (reward.judge.reads), before the judge's prompt."""
+        if reads == "responses":
+            return self.response_tokens - self.observation_tokens
+        if reads == "last_response" and self.last_response_tokens is not None:
+            return self.last_response_tokens
+        return self.response_tokens
+
+
+class FaultHooks(Protocol):
+    """What a recovery scheme does at a multi-turn sample's fault points (one per sample)."""
+
+    def turn_done(self, rollout: Rollout, llm_s: float) -> None:
+        """A turn has finished `llm_s` after it was submitted (its context is updated)."""
+
+    def env_step(self, rollout: Rollout) -> None:
+        """Run the environment step after `rollout.turn`; when it has run, call
+        `rollout.step_done()`, or, when it failed, `rollout.rewind(turn, delay_s)`."""
+
+
+FaultHooksFactory = Callable[["Rollout", tuple[int, int]], FaultHooks]
+"""Fault hooks for a rollout and its fault key (step, place in the batch)."""
+
+
+class RolloutJob:
+    """What the rollouts of one job share (its mutable state, apart from the phases)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.env = cluster.env
+        self.env_pool = cluster.env_pool
+        self.epoch = 0
+        """Moves on at every job restart: the work of an older epoch is void."""
+        self.rid = 0  # the last request id given (judges' requests share the numbering)
+        self.started = 0  # attempts started
+        self.outcomes: Counter[str] = Counter()  # attempts by how they ended
+        self.faults: FaultHooksFactory | None = None
+        """Set by a recovery scheme: the fault hooks of each multi-turn sample."""
+
+    def next_rid(self) -> int:
+        """A fresh request id (unique within the run)."""
+        self.rid += 1
+        return self.rid
+
+    def open_attempts(self) -> int:
+        """Attempts started whose outcome is still open."""
+        return self.started - sum(self.outcomes.values())
+
+    def end_samples(self, samples: Iterable[Sample], how: str) -> None:
+        """`Rollout.end(how)` for the attempt each sample came from (a batch of thousands
+        at a time: one loop, no call per sample)."""
+        n = 0
+        for s in samples:
+            r = s.rollout
+            if r is None:
+                continue
+            if r.state is not OPEN:
+                r.end(how)  # raises: ended twice
+            r.state = how
+            n += 1
+        if n:
+            self.outcomes[how] += n
+
+
+class Rollout:
+    """One sample's life: its attempts, turns, context, requests and outcome.
+
+    Single-turn: `turns` is None and the one turn generates `response_tokens`. Multi-turn:
+    `turns` holds every turn (`response_tokens` is then the whole trajectory).
+    `keyed`: its requests carry its prefix-cache key even with one turn (a multi-turn
+    sample's always do), so that the finished context stays in the engine's cache.
+    Hooks a policy may set: `on_finish(sample)` after the last turn; `admit(rollout)`
+    before each submission (False: the policy took it over, e.g. restarted it);
+    `after_turn(rollout)` / `after_env(rollout)` hold it after a turn or an environment
+    step until the policy calls `env_step()` / `submit()` (lock-step interaction).
+    """
+
+    # The state every sample has is in slots; what only some policies or schemes set (a
+    # recorded reward latency, a reset, hooks, a stop) is a class default until set (in the
+    # instance's __dict__), so a plain single-turn sample costs few attribute writes.
+    __slots__ = ("__dict__", "attempt", "context", "engine", "epoch", "first_rid", "job",
+                 "keyed", "last", "on_finish", "prompt_id", "prompt_tokens", "request",
+                 "response_tokens", "rid", "slot", "state", "t_turn", "task", "turn", "turns",
+                 "version")
+
+    reward_s: float | None = None  # a recorded reward latency (replayed rollouts)
+    reset_s: float = 0.0  # the environment reset before the first turn
+    admit: Callable[[Rollout], bool] | None = None
+    after_turn: Callable[[Rollout], None] | None = None
+    after_env: Callable[[Rollout], None] | None = None
+    faults: FaultHooks | None = None
+    stopped: bool = False
+
+    def __init__(self, job: RolloutJob, prompt_id: int, prompt_tokens: int,
+                 response_tokens: int, turns: tuple[Turn, ...] | None = None,
+                 slot: int = 0, reward_s: float | None = None, reset_s: float = 0.0,
+                 task: str | None = None, keyed: bool = False,
+                 on_finish: Callable[[Sample], None] | None = None, first_rid: int = 0) -> None:
+        self.job = job
+        self.prompt_id = prompt_id
+        self.prompt_tokens = prompt_tokens
+        self.response_tokens = response_tokens
+        self.turns = turns
+        self.last = last = 0 if turns is None else len(turns) - 1
+        self.slot = slot  # its place in the batch that launched it
+        if reward_s is not None:
+            self.reward_s = reward_s
+        if reset_s:
+            self.reset_s = reset_s
+        self.task = task
+        self.keyed = keyed or last > 0
+        self.on_finish = on_finish
+        self.first_rid = first_rid
+        """A request id reserved at launch for the first turn (0: numbered when submitted)."""
+        self.attempt = 0
+        self.state: str | None = None
+        """None before its first attempt, OPEN while an attempt runs, then its outcome."""
+        self.request: Request | None = None  # the turn in flight
+        # Set by `start` (read only after it): epoch; version, the weights of the current
+        # attempt; turn, the turn running or the environment step after it; context;
+        # engine. By `_submit`: rid, of the last request; t_turn, when it was submitted.
+        self.epoch: int
+        self.version: int
+        self.turn: int
+        self.context: int
+        self.engine: RolloutEngine | None
+        self.rid: int
+        self.t_turn: float
+
+    # ------------------------------------------------------------------ attempts
+    def start(self, version: int, engine: RolloutEngine | None = None,
+              held: bool = False) -> None:
+        """A fresh attempt on weights `version`, on `engine` (None: the least-loaded one when
+        its first turn is submitted), from the prompt: the environment reset (if any), then
+        the first turn. `held`: nothing runs until the policy calls `reset` or `submit`
+        (lock-step interaction)."""
+        if self.state is OPEN:
+            raise RuntimeError(f"sample {self.prompt_id}/{self.slot}: attempt {self.attempt} "
+                               "restarted before it ended")
+        job = self.job
+        job.started += 1
+        self.state = OPEN
+        self.attempt += 1
+        self.epoch = job.epoch
+        self.version = version
+        self.turn = 0
+        self.context = self.prompt_tokens
+        self.engine = engine
+        self.request = None
+        if self.stopped:
+            self.stopped = False
+        if held:
+            return
+        if self.reset_s > 0:
+            self.reset()
+        else:
+            self._submit(0)
+
+    def reset(self) -> None:
+        """The environment reset before the first turn, on the env pool."""
+        self.job.env_pool.run_then(self.reset_s, self._env_ready, self.attempt)
+
+    def end(self, how: str) -> None:
+        """Record how the current attempt ended (exactly once)."""
+        if self.state is not OPEN:
+            raise RuntimeError(f"sample {self.prompt_id}/{self.slot}: attempt {self.attempt} "
+                               f"ended twice ({self.state}, then {how})")
+        self.state = how
+        self.job.outcomes[how] += 1
+
+    @property
+    def is_open(self) -> bool:
+        """Whether an attempt has started and has no outcome yet."""
+        return self.state is OPEN
+
+    @property
+    def outcome(self) -> str | None:
+        """How the last attempt ended (None while one runs, or before the first)."""
+        return None if self.state is OPEN else self.state
+
+    def cancel(self) -> None:
+        """Void the current attempt: its request is aborted, every later callback of it
+        lapses (its outcome is the caller's to `end`)."""
+        self.attempt += 1
+        req = self.request
+        self.request = None
+        if req is not None and req.status in LIVE and self.engine is not None:
+            self.engine.abort([req])
+
+    def stop(self) -> None:
+        """Submit nothing more: a turn in flight may still finish (and, if it is the last,
+        the sample with it); no environment step or later turn follows."""
+        self.stopped = True
+
+    @property
+    def alive(self) -> bool:
+        """Whether its attempt goes on (no job restart since it began, not stopped)."""
+        return self.epoch == self.job.epoch and not self.stopped
+
+    # ------------------------------------------------------------------ context
+    def context_at(self, turn: int) -> int:
+        """The context when turn `turn` starts: the prompt, and every earlier turn's response
+        and observation."""
+        if self.turns is None:
+            return self.prompt_tokens
+        return self.prompt_tokens + sum(t.response_tokens + t.obs_tokens
+                                        for t in self.turns[:turn])
+
+    # ------------------------------------------------------------------ turns
+    def submit(self) -> None:
+        """Submit the current turn (lock-step: the policy releases the turn)."""
+        self._submit(0)
+
+    def resume(self, aborted: Request, engine: RolloutEngine | None = None) -> None:
+        """The current turn again after `aborted` (its request) was aborted: what it
+        generated is kept and re-prefilled, up to the last token, which is generated anew;
+        on `engine` if given (a migration; later turns follow it)."""
+        if engine is not None:
+            self.engine = engine
+        self._submit(min(aborted.generated, aborted.output_tokens - 1))
+
+    def requeue(self, req: Request, keep_tokens: int, engine: RolloutEngine) -> None:
+        """An engine crash took `req` (its turn in flight) off `engine`: submit it again at
+        the front, with `keep_tokens` of its output kept (re-prefilled)."""
+        req.prefix_tokens = keep_tokens
+        engine.submit(req, front=True)
+
+    def _submit(self, prefix: int) -> None:
+        if self.stopped:
+            return
+        if self.admit is not None and not self.admit(self):
+            return
+        job = self.job
+        rid = self.first_rid
+        if rid:
+            self.first_rid = 0
+        else:
+            job.rid = rid = job.rid + 1
+        self.rid = rid
+        turns = self.turns  # the current turn's response length
+        out = self.response_tokens if turns is None else turns[self.turn].response_tokens
+        req = Request(rid, self.context, out, prefix, self._turn_done, self,
+                      (self, self.attempt) if self.keyed else None)
+        self.request = req
+        engine = self.engine
+        if engine is None:
+            engine = self.engine = min(job.cluster.engines, key=_LOAD)
+        self.t_turn = job.env._now
+        engine.submit(req)
+
+    def _turn_done(self, req: Request) -> None:
+        if req is not self.request or req.status != "finished":
+            return  # aborted (whoever aborted it decides what follows), or voided
+        if self.epoch != self.job.epoch:
+            return
+        self.request = None
+        turns = self.turns
+        if turns is None:  # single-turn (`_finish` inlined: the common case)
+            generated = req.generated
+            self.context += generated
+            if self.on_finish is not None:
+                self.on_finish(Sample(self.prompt_id, self.prompt_tokens, generated,
+                                      self.version, self.reward_s, self.task, None, 0, self))
+            return
+        i = self.turn
+        self.context += req.generated + turns[i].obs_tokens
+        faults = self.faults
+        if faults is not None:
+            faults.turn_done(self, self.job.env._now - self.t_turn)
+        if i == self.last:
+            self._finish(req.generated)
+        elif self.stopped:
+            return
+        elif self.after_turn is not None:
+            self.after_turn(self)
+        else:
+            self.env_step()
+
+    def env_step(self) -> None:
+        """The environment step after the current turn (through the fault hooks if any)."""
+        if self.faults is not None:
+            self.faults.env_step(self)
+            return
+        assert self.turns is not None
+        self.job.env_pool.run_then(self.turns[self.turn].env_s, self._env_done, self.attempt)
+
+    def _env_done(self, attempt: int) -> None:
+        if attempt == self.attempt and self.alive:
+            self.step_done()
+
+    def step_done(self) -> None:
+        """The environment step after the current turn has run: the next turn."""
+        self.turn += 1
+        if self.after_env is not None:
+            self.after_env(self)
+        else:
+            self._submit(0)
+
+    def _env_ready(self, attempt: int) -> None:
+        """The environment (reset, restored or restarted) is ready: the current turn."""
+        if attempt != self.attempt or not self.alive:
+            return
+        if self.after_env is not None:
+            self.after_env(self)
+        else:
+            self._submit(0)
+
+    def rewind(self, turn: int, delay_s: float) -> None:
+        """Go back to the start of turn `turn` (its context as it was then: a restored
+        snapshot, or the prompt for 0) and submit it after `delay_s` on the env pool (the
+        restore or restart)."""
+        self.turn = turn
+        self.context = self.context_at(turn)
+        self.job.env_pool.run_then(delay_s, self._env_ready, self.attempt)
+
+    # ------------------------------------------------------------------ finishing
+    def _finish(self, last_response: int) -> None:
+        prompt = self.prompt_tokens
+        turns = self.turns
+        if turns is None or self.last == 0:
+            sample = Sample(self.prompt_id, prompt, self.context - prompt, self.version,
+                            self.reward_s, self.task, None, 0, self)
+        else:
+            if self.faults is not None:
+                self._check_whole()
+            sample = Sample(self.prompt_id, prompt, self.context - prompt, self.version,
+                            self.reward_s, self.task, last_response,
+                            sum(t.obs_tokens for t in turns), self)
+        if self.on_finish is not None:
+            self.on_finish(sample)
+
+    def _check_whole(self) -> None:
+        """The finished context is exactly the prompt, every turn's response and every
+        observation once: no turn lost or doubled by recoveries."""
+        expected = self.context_at(self.last + 1)
+        if self.context != expected:
+            raise RuntimeError(f"sample {self.prompt_id}/{self.slot}: context {self.context} "
+                               f"tokens after recovery, expected {expected}")
