@@ -745,8 +745,9 @@ def list_(what: Annotated[str, typer.Argument(
                        f"({g.hbm / 1e9:5.1f} GB)  {g.hbm_bandwidth / 1e12:4.2f} TB/s  "
                        f"${g.usd_per_gpu_hour:.2f}/h")
     elif what == "models":
+        width = max(len(m.name) for m in MODELS.values())
         for m in MODELS.values():
-            typer.echo(f"{m.name:14s} {m.params / 1e9:6.2f}B  layers={m.layers} "
+            typer.echo(f"{m.name:{width}s} {m.params / 1e9:7.2f}B  layers={m.layers} "
                        f"hidden={m.hidden} heads={m.heads}/{m.kv_heads} ffn={m.ffn}")
     elif what == "policies":
         from rlsim.policies import specs
