@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report crosscheck-vidur setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report robustrl-report crosscheck-vidur setup clean
 
 # torch comes from the `calibrate` extra, pinned to 2.13.0 (a CPU build on this machine);
 # only calibration/ uses it.
@@ -89,6 +89,11 @@ rollmux-report: $(STAMP)
 
 belayer-report: $(STAMP)
 	$(BIN)/python scenarios/belayer/make_report.py
+
+# reports/robustrl.md: RobustRL's role-based recovery against the whole-job restart (ETTR,
+# the paper's definition and rlsim's), 256 and 128 GPUs. About a minute on 2 cores.
+robustrl-report: $(STAMP)
+	$(BIN)/python scenarios/robustrl/make_report.py
 
 # reports/rollart.md: RollArt's SWE step breakdown (Fig. 3) and its sensitivity to the
 # values the paper does not state. Under a minute on 2 cores.

@@ -67,7 +67,9 @@ def simulate(scenario: Scenario, base_dir: Path | None = None,
     _check_recorded(scenario, workload, cluster.engines[0].kv_capacity)
     phases = Phases(cluster, progress)
     if scenario.faults.any or scenario.recovery.trainer.checkpoint_every:
-        phases.recovery = Recovery(phases)
+        # recovery is a plug-in: it takes over the job's step hooks (checkpoints, restarts,
+        # the trainer restarted alone) and sets the samples' fault hooks and the engines'
+        phases.hooks = Recovery(phases)
     policy = registry.get(scenario.policy.name).run
     controller = env.process(policy(phases, workload))
     interrupted = False

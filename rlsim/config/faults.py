@@ -257,3 +257,31 @@ class RecoveryConfig(Frozen):
                                            description="Trainer.")
     slow: SlowRecoveryConfig = Field(default=SlowRecoveryConfig(),
                                      description="Fail-slow components.")
+    scope: Literal["job", "role"] = Field(
+        default="job",
+        description="job: a trainer fault restarts the whole job from its last checkpoint "
+        "(ByteRobust's in-place restart, the baseline RobustRL compares with), and a crashed "
+        "engine's requests wait for it to come back (engine.scheme). role (RobustRL): only "
+        "the failed role recovers. A trainer fault restarts the trainer alone from its "
+        "per-step checkpoint (needs trainer.checkpoint_every: 1), noticed after "
+        "trainer.detect_s and back role_restart_s later, while the rollouts keep generating; "
+        "the trainer pass it killed runs again and a weight send it cut is sent again, point "
+        "to point. A fault in the first step after a (re)start, or a second one in the same "
+        "step, still restarts the job. A crashed engine (cold_restart) is isolated: once "
+        "noticed (engine.detect_s) its turns in flight go to the live engines, generated "
+        "again from their start, while it is replaced (engine.cold_start_s). Needs "
+        "policy.placement: disaggregated.")
+    role_restart_s: Seconds | None = Field(
+        default=None, ge=0,
+        description="scope role: restarting the trainer alone (trainer processes killed and "
+        "started again on a warm standby, its checkpoint loaded, the rollouts' weight pulls "
+        "reconnected); default the checkpoint read (the trainer state over "
+        "trainer.storage_bandwidth).")
+
+    @model_validator(mode="after")
+    def _role_needs_step_checkpoints(self) -> RecoveryConfig:
+        if self.scope == "role" and self.trainer.checkpoint_every != 1:
+            raise ValueError("recovery.scope: role restarts the trainer alone from its "
+                             "checkpoint of the last step; set "
+                             "recovery.trainer.checkpoint_every: 1")
+        return self

@@ -109,7 +109,8 @@ ONE_OFF = PolicyCaps(
     placement_why=_OVERLAP,
     off_policy=True,
     multi_turn=True,
-    faults=("engine", "env", "trainer", "link"),  # trainer: fail-slow (a stop restarts)
+    faults=FAULT_KINDS,
+    job_restarts=True,  # a restart fills the pipeline again (one_off.py)
 )
 TAIL_BATCHING = PolicyCaps(
     name="tail_batching",
@@ -117,6 +118,8 @@ TAIL_BATCHING = PolicyCaps(
         "unfinished",
     placements=("colocated", "disaggregated"),
     multi_turn=True,  # not with batched env interaction or the stream trainer (run time)
+    faults=FAULT_KINDS,  # not with the planner or the stream trainer (run time)
+    job_restarts=True,  # a restart resumes from the queue its step began with
     search_space=(
         Knob("policy.tail_batching.eta_p", low=_ROLLPACKER_ETA[0], high=_ROLLPACKER_ETA[1]),
         Knob("policy.tail_batching.eta_r", low=_ROLLPACKER_ETA[0], high=_ROLLPACKER_ETA[1]),
@@ -134,6 +137,8 @@ ASYNC = PolicyCaps(
     placement_why=_OVERLAP,
     off_policy=True,
     multi_turn=True,
+    faults=FAULT_KINDS,  # with partial rollout and redundant environments
+    job_restarts=True,  # a restart voids the rollouts in flight and queued
     # extra_groups is left out: it counts groups, so its sensible values scale with
     # workload.prompts_per_step (ROLL Flash: 4 beyond 32).
     search_space=(

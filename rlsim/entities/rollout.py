@@ -23,7 +23,8 @@ Owns one sample in flight (`Rollout`), single-turn or multi-turn, and what it ne
   start); an engine crash keeps the request, and `requeue` brings it back. With hooks
   attached the finished context is checked whole;
 - **exactly one outcome per attempt** (`end`: trained, stale, cancelled, aborted...),
-  counted on the job; a second one raises.
+  counted on the job; a second one raises. A job restart (`RolloutJob.restart`) voids
+  every attempt still open: counted `voided` at once, their late outcomes ignored.
 `RolloutJob` is what the samples of one job share: request ids, the epoch, the engines and
 env pool, the fault hooks' factory, the counts of attempts and outcomes. Policies decide
 when to launch, keep, stop or drop a sample; they never redo this arithmetic.
@@ -113,6 +114,25 @@ class RolloutJob:
         self.rid += 1
         return self.rid
 
+    def restart(self) -> None:
+        """A job restart: the epoch moves on, and every attempt still open is void, its
+        outcome `voided` (counted now; an `end` of it later is ignored)."""
+        self.epoch += 1
+        n = self.open_attempts()
+        if n:
+            self.outcomes["voided"] += n
+
+    def attach_faults(self, rollout: Rollout, key: tuple[int, int]) -> None:
+        """Give a multi-turn sample its fault hooks, if a recovery scheme set the factory;
+        `key`: (step or batch, place in it), what its fault draws key on."""
+        if self.faults is not None and rollout.last > 0:
+            rollout.faults = self.faults(rollout, key)
+
+    def live_engine(self) -> RolloutEngine:
+        """The least-loaded engine that is not down (any, if all are)."""
+        engines = [e for e in self.cluster.engines if not e.down] or self.cluster.engines
+        return min(engines, key=_LOAD)
+
     def open_attempts(self) -> int:
         """Attempts started whose outcome is still open."""
         return self.started - sum(self.outcomes.values())
@@ -121,9 +141,10 @@ class RolloutJob:
         """`Rollout.end(how)` for the attempt each sample came from (a batch of thousands
         at a time: one loop, no call per sample)."""
         n = 0
+        epoch = self.epoch
         for s in samples:
             r = s.rollout
-            if r is None:
+            if r is None or r.epoch != epoch:  # none, or voided by a job restart
                 continue
             if r.state is not OPEN:
                 r.end(how)  # raises: ended twice
@@ -232,7 +253,10 @@ class Rollout:
         self.job.env_pool.run_then(self.reset_s, self._env_ready, self.attempt)
 
     def end(self, how: str) -> None:
-        """Record how the current attempt ended (exactly once)."""
+        """Record how the current attempt ended (exactly once; ignored for an attempt a job
+        restart voided)."""
+        if self.epoch != self.job.epoch:
+            return
         if self.state is not OPEN:
             raise RuntimeError(f"sample {self.prompt_id}/{self.slot}: attempt {self.attempt} "
                                f"ended twice ({self.state}, then {how})")
@@ -290,11 +314,18 @@ class Rollout:
             self.engine = engine
         self._submit(min(aborted.generated, aborted.output_tokens - 1))
 
-    def requeue(self, req: Request, keep_tokens: int, engine: RolloutEngine) -> None:
-        """An engine crash took `req` (its turn in flight) off `engine`: submit it again at
-        the front, with `keep_tokens` of its output kept (re-prefilled)."""
+    def requeue(self, req: Request, keep_tokens: int, engine: RolloutEngine) -> bool:
+        """An engine crash took `req` (its turn in flight) off its engine: submit it again
+        at the front of `engine` (its engine back, or another that takes the sample over:
+        later turns follow it), with `keep_tokens` of its output kept (re-prefilled).
+        False, and nothing is submitted, if the sample no longer waits for it (cancelled,
+        stopped, ended, or voided by a job restart)."""
+        if req is not self.request or self.state is not OPEN or not self.alive:
+            return False
+        self.engine = engine
         req.prefix_tokens = keep_tokens
         engine.submit(req, front=True)
+        return True
 
     def _submit(self, prefix: int) -> None:
         if self.stopped:
@@ -316,6 +347,8 @@ class Rollout:
         engine = self.engine
         if engine is None:
             engine = self.engine = min(job.cluster.engines, key=_LOAD)
+            if engine.down:  # crashed (faults): a live one takes the sample
+                engine = self.engine = job.live_engine()
         self.t_turn = job.env._now
         engine.submit(req)
 

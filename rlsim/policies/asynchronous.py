@@ -96,7 +96,10 @@ class _Batch:
 
 
 class _AsyncRun:
-    def __init__(self, ph: Phases, workload: Workload) -> None:
+    """The rollout side and the trainer's queue of one run, from step `first` (0, or the
+    step a job restart resumed at: its weights, version `first`, on the engines)."""
+
+    def __init__(self, ph: Phases, workload: Workload, first: int = 0) -> None:
         self.ph = ph
         self.env = ph.env
         self.job = ph.job
@@ -105,8 +108,8 @@ class _AsyncRun:
         self.cfg = sc.policy.asynchronous
         self.p0, self.r0 = sc.workload.prompts_per_step, sc.workload.samples_per_prompt
         self.steps = sc.steps
-        self.published = 0  # the engines' weights version
-        self.launched = 0  # batches launched so far
+        self.published = first  # the engines' weights version
+        self.launched = first  # batches launched so far
         self.caps = sandbox_caps(sc)
         self.batches: list[_Batch] = []
         self.ready: deque[_Group] = deque()  # complete groups, oldest first
@@ -158,12 +161,15 @@ class _AsyncRun:
                           g.turns[j] if g.turns is not None else None,
                           g.reset_s[j] if g.reset_s is not None else 0.0)
                 s.on_finish, s.admit = self._on_finish, self._admit
+                self.job.attach_faults(s, (d, slot))  # recovery's hooks, if any
                 group.slots.append(s)
                 slot += 1
         # Least-loaded dispatch of the whole batch from one heap of the engines' loads (a
-        # scan of every engine per trajectory costs O(engines) each on large clusters).
+        # scan of every engine per trajectory costs O(engines) each on large clusters);
+        # a crashed engine (faults) takes nothing new.
         engines = self.ph.cluster.engines
-        heap = [(e.load, i) for i, e in enumerate(engines)]
+        heap = [(e.load, i) for i, e in enumerate(engines) if not e.down] or \
+            [(e.load, i) for i, e in enumerate(engines)]
         heapq.heapify(heap)
         per_prompt = self.cfg.routing == "per_prompt"
         for group in batch.groups:
@@ -314,11 +320,39 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         raise ScenarioError("policy.env_interaction", "async runs every trajectory on its own "
                             "(environment-level async); batched interaction is for sync and "
                             "one_off: drop it or set per_trajectory")
-    run = _AsyncRun(ph, workload)
-    env = ph.env
-    env.process(run.produce())
-    backlog = 0
-    for step in range(run.steps):
+    job = _AsyncJob(ph, workload)
+    yield from ph.run_steps(ph.cluster.scenario.steps, job.step, start=job.start)
+    run = job.run
+    voided = run.outcomes["voided"]
+    ph.rec.instant(CONTROLLER, "outcomes", ph.env.now, attempts=run.attempts,
+                   trained=run.outcomes["trained"], stale=run.outcomes["stale"],
+                   cancelled=run.outcomes["cancelled"], leftover=run.leftover(),
+                   **({"voided": voided} if voided else {}))
+    ph.left(backlog=job.backlog)
+
+
+class _AsyncJob:
+    """The run across job restarts (recovery): `start(k)` begins the rollout side afresh at
+    step k (a job restart voids every sample in flight or queued: `voided`), `step(n)` is
+    the trainer's step n."""
+
+    def __init__(self, ph: Phases, workload: Workload) -> None:
+        self.ph = ph
+        self.workload = workload
+        self.run = _AsyncRun(ph, workload)
+        self.backlog = 0
+        self._started = False
+
+    def start(self, first: int) -> Generator[simpy.Event, Any, None]:
+        if self._started:  # after a job restart: a fresh rollout side
+            self.run = _AsyncRun(self.ph, self.workload, first)
+        self._started = True
+        self.ph.spawn(self.run.produce())
+        yield from ()
+
+    def step(self, step: int) -> Generator[simpy.Event, Any, None]:
+        ph, run = self.ph, self.run
+        env = ph.env
         t0 = env.now
         before = Counter(run.outcomes)
         resumed0 = run.resumed
@@ -333,16 +367,12 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         yield ph.weight_sync(step)
         # Before the publish: what the launch it allows adds is the next step's work, and
         # after the last step it would only run once the run has ended.
-        backlog = run.open_attempts()
+        self.backlog = run.open_attempts()
         run.publish(step + 1)
         ph.step_span(step, t0, samples=len(samples),
                      dropped_stale=run.outcomes["stale"] - before["stale"],
                      cancelled=run.outcomes["cancelled"] - before["cancelled"],
-                     resumed=run.resumed - resumed0, backlog=backlog)
-    ph.rec.instant(CONTROLLER, "outcomes", env.now, attempts=run.attempts,
-                   trained=run.outcomes["trained"], stale=run.outcomes["stale"],
-                   cancelled=run.outcomes["cancelled"], leftover=run.leftover())
-    ph.left(backlog=backlog)
+                     resumed=run.resumed - resumed0, backlog=self.backlog)
 
 
 register(PolicySpec(ASYNC, run_async))  # capabilities: rlsim/config/policy_caps.py

@@ -7,7 +7,14 @@ environment step on the env pool between turns) and waits for all; `reward`, `re
 span on the `controller` track with the step number, so metrics can be computed from
 records. `Phases` is the library; the job's mutable state (request ids, the epoch of job
 restarts, the samples' outcomes) is its `RolloutJob`, `Phases.job`.
-Policies (sync, one_off, ...) only decide the order and overlap of these phases.
+Policies (sync, one_off, ...) only decide the order and overlap of these phases: they run
+their steps through `run_steps` and their side processes through `spawn`.
+
+Hook points (`StepHooks`, `Phases.hooks`): how the steps are run, how a phase or a side
+process is guarded, and how the trainer's work is run. `PlainSteps`, the default, runs
+each step once, in order, and every phase and trainer pass as it is; a plug-in replaces it
+(recovery, `policies.recovery.Recovery`: trainer checkpoints and job restarts, a trainer
+restarted alone), so no phase or policy branches on whether faults are injected.
 """
 
 from __future__ import annotations
@@ -30,26 +37,57 @@ from rlsim.entities.rollout import Rollout, RolloutJob, Sample
 from rlsim.trace import CONTROLLER
 from rlsim.workload import PromptGroup
 
-__all__ = ["JobRecovery", "Phases", "Progress", "Sample", "attention_length"]
+__all__ = ["Phases", "PlainSteps", "Progress", "Sample", "StepBody", "StepHooks",
+           "attention_length"]
 
 Progress = Callable[[int, int], None]
 StepBody = Callable[[int], Generator[simpy.Event, Any, None]]
+"""A policy's step `step` (or its pipeline's start at `step`), as a SimPy generator."""
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+Work = Generator[simpy.Event, Any, _R]
 
 
-class JobRecovery(Protocol):
-    """What the phases and policies ask of a recovery scheme (`policies.recovery`)."""
+class StepHooks(Protocol):
+    """The hook points of a job that a plug-in takes over (`PlainSteps` is the default)."""
 
-    @property
-    def restarts_job(self) -> bool:
-        """Whether the job can restart from a checkpoint (then steps run through
-        `run_steps`)."""
+    def run_steps(self, steps: int, one_step: StepBody,
+                  start: StepBody | None = None) -> Generator[simpy.Event, Any, None]:
+        """Run `start(0)` (a pipeline's fill, if the policy has one), then steps
+        0..steps-1; a plug-in may run `start(k)` and the steps from k again (a job restart
+        from the checkpoint after step k - 1)."""
         ...
 
-    def run_steps(self, steps: int, one_step: StepBody) -> Generator[simpy.Event, Any, None]:
-        """Run steps 0..steps-1, restarting the job from its last checkpoint after a job
-        fault."""
+    def guard(self, body: Work[_R]) -> Work[_R]:
+        """`body` (a phase, or a side process of a step) as it should run: a plug-in may
+        stop it at a job restart (it then returns None)."""
         ...
+
+    def trainer_work(self, work: Callable[[], Work[_R]]) -> Work[_R]:
+        """Run the trainer's work `work()` (a pass, a weight send): a plug-in may hold it
+        while the trainer is down and run it again when a fault killed it."""
+        ...
+
+
+class PlainSteps:
+    """The default hooks: every step once, in order; phases and trainer work as they are."""
+
+    def run_steps(self, steps: int, one_step: StepBody,
+                  start: StepBody | None = None) -> Generator[simpy.Event, Any, None]:
+        if start is not None:
+            yield from start(0)
+        for step in range(steps):
+            yield from one_step(step)
+
+    def guard(self, body: Work[_R]) -> Work[_R]:
+        return body
+
+    def trainer_work(self, work: Callable[[], Work[_R]]) -> Work[_R]:
+        return work()
+
+
+def _wait(event: simpy.Event) -> Generator[simpy.Event, Any, Any]:
+    return (yield event)
 
 
 def _slot(r: Rollout) -> int:
@@ -79,10 +117,21 @@ class Phases:
         self.rec = cluster.recorder
         self.progress = progress
         self.job = RolloutJob(cluster)
-        self.recovery: JobRecovery | None = None
-        """Set when the scenario has faults or trainer checkpoints (`api.simulate`): a
-        job restart then stops a phase at its next event."""
+        self.hooks: StepHooks = PlainSteps()
+        """Replaced by a plug-in before the policy runs (`api.simulate` attaches recovery
+        when the scenario has faults or trainer checkpoints)."""
         self._controller_costs: dict[int, ControllerCost] = {}
+
+    def run_steps(self, steps: int, one_step: StepBody,
+                  start: StepBody | None = None) -> Generator[simpy.Event, Any, None]:
+        """The policy's steps 0..steps-1, after `start(0)` if given (`StepHooks.run_steps`:
+        with recovery, a job restart runs `start(k)` and the steps from k again)."""
+        return self.hooks.run_steps(steps, one_step, start)
+
+    def spawn(self, body: Generator[simpy.Event, Any, _R]) -> simpy.Process:
+        """Run a side process of a step (e.g. one_off's next batch): guarded as a phase is,
+        so a job restart stops it too."""
+        return self.env.process(self.hooks.guard(body))
 
     def phase(self, name: str, step: int, body: Generator[simpy.Event, Any, Any],
               **attrs: Any) -> simpy.Process:
@@ -94,25 +143,8 @@ class Phases:
         t0 = self.env.now
         job = self.job
         epoch = job.epoch
-        if self.recovery is None:
-            result = yield from body
-        else:  # a job restart stops the phase at its next event: nothing more of it runs
-            result = None
-            try:
-                event = next(body)
-                while True:
-                    try:
-                        value = yield event
-                    except simpy.Interrupt as err:
-                        event = body.throw(err)
-                        continue
-                    if epoch != job.epoch:
-                        body.close()
-                        return None
-                    event = body.send(value)
-            except StopIteration as stop:
-                result = stop.value
-        if epoch == job.epoch:
+        result = yield from self.hooks.guard(body)
+        if epoch == job.epoch:  # a phase a job restart stopped records nothing
             self.rec.span(CONTROLLER, name, t0, self.env.now, step=step, **attrs)
         return result
 
@@ -345,12 +377,19 @@ class Phases:
         lengths = [s.tokens for s in samples]  # the cost model packs them into micro-batches
         tokens, seq = _attention(lengths)
         t = self.cluster.scenario.train
+        trainer = self.cluster.trainer
+        work = self.hooks.trainer_work
+        # each pass is trainer work of its own: the log-probs it computed are the driver's
+        # data, kept when the trainer restarts alone
         if t.ref_logprob:
-            yield self.cluster.trainer.forward(tokens, "ref_logprob", seq, lengths, reference=True)
+            yield from work(lambda: _wait(trainer.forward(tokens, "ref_logprob", seq, lengths,
+                                                          reference=True)))
         if t.old_logprob:
-            yield self.cluster.trainer.forward(tokens, "old_logprob", seq, lengths)
+            yield from work(lambda: _wait(trainer.forward(tokens, "old_logprob", seq,
+                                                          lengths)))
         if t.critic:  # PPO: the critic's values of every sample
-            yield self.cluster.trainer.forward(tokens, "critic_values", seq, lengths)
+            yield from work(lambda: _wait(trainer.forward(tokens, "critic_values", seq,
+                                                          lengths)))
 
     def train(self, step: int, samples: Sequence[Sample], version: int,
               streamed: Sequence[Sample] = ()) -> simpy.Process:
@@ -387,10 +426,17 @@ class Phases:
         job = self.job
         epoch = job.epoch
         trainer = self.cluster.trainer
-        yield trainer.train(tokens, seq_tokens, lengths, prompts, step=step)
-        if self.cluster.scenario.train.critic:  # PPO: the critic's update after the actor's
-            yield trainer.train(tokens, seq_tokens, lengths, prompts, label="critic_update",
-                                step=step)
+        critic = self.cluster.scenario.train.critic
+
+        def update() -> Generator[simpy.Event, Any, None]:
+            # one unit of trainer work: a restarted trainer is back at the last checkpoint,
+            # so it redoes the actor's update with the critic's
+            yield trainer.train(tokens, seq_tokens, lengths, prompts, step=step)
+            if critic:  # PPO: the critic's update after the actor's
+                yield trainer.train(tokens, seq_tokens, lengths, prompts,
+                                    label="critic_update", step=step)
+
+        yield from self.hooks.trainer_work(update)
         if epoch != job.epoch:
             return
         job.end_samples(samples, "trained")  # each sample's one outcome
@@ -414,7 +460,8 @@ class Phases:
         attrs = cost.attrs()
         if extra_s > 0:
             attrs["framework_overhead_s"] = extra_s
-        return self.phase("weight_sync", step, self._weight_sync(cost, extra_s), **attrs)
+        return self.phase("weight_sync", step, self.hooks.trainer_work(
+            lambda: self._weight_sync(cost, extra_s)), **attrs)
 
     def _weight_sync(self, cost: SyncCost,
                      extra_s: float = 0.0) -> Generator[simpy.Event, Any, None]:

@@ -1,6 +1,17 @@
 """Recovery: injects a scenario's faults into the running cluster and brings it back.
 
-Owns the recovery schemes, per component kind (docs/faults.md):
+A plug-in, attached by `api.simulate` when the scenario has faults or trainer checkpoints:
+it registers hooks, and no policy or phase branches on it. On the sample lifecycle: the
+fault-hooks factory of `entities.rollout.RolloutJob` (`TrajectoryFaults` on every
+multi-turn sample, whatever policy launched it). On the engines: `crash` / `restart`, and a
+crashed engine's requests handed back to the samples that still wait for them
+(`Rollout.requeue`). On the job and the trainer: the phase library's `StepHooks`
+(`run_steps`: trainer checkpoints and job restarts; `guard`: a job restart stops every
+phase and side process of the abandoned step; `trainer_work`: a trainer restarted alone
+redoes the pass a fault killed). So it composes with every policy that runs its steps
+through `Phases.run_steps`.
+
+The schemes, per component kind (docs/faults.md):
 - rollout engine: `cold_restart` (noticed after detect_s, a full cold start, in-flight
   requests run again from scratch) or `shadow` (Belayer: noticed at the next poll, a
   pre-started shadow promoted in promote_s, in-flight requests re-prefill their prompt and
@@ -10,7 +21,10 @@ Owns the recovery schemes, per component kind (docs/faults.md):
   `checkpoint` (restore the last snapshot, redo the turns after it), with the checkpoint
   policies of `faults.checkpoint` (`TrajectoryFaults`, the fault hooks it attaches to each
   multi-turn sample's `entities.rollout.Rollout`);
-- trainer: the job restarts from its last checkpoint (`run_steps`);
+- trainer: the job restarts from its last checkpoint (`run_steps`: a `start(k)` the policy
+  gives, e.g. a pipeline's fill, then the steps from k); or, with `recovery.scope: role`
+  (RobustRL), the trainer alone restarts from its per-step checkpoint while the rollouts
+  go on, and a crashed engine's turns move to the live engines while it is replaced;
 - fail-slow engines, trainer and link: slower for a while, noticed after detect_s, then
   mitigated or not.
 Every fault is recorded as a `fault` instant on the `faults` track and closed by a
@@ -22,7 +36,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import simpy
 
@@ -37,6 +51,14 @@ from rlsim.trace import CONTROLLER
 TRACK = "faults"
 LLM_WINDOW = 256  # LLM call durations the adaptive checkpoint policy looks back on
 MAX_ATTEMPTS = 1000  # runs of one execution before a trajectory is declared stuck
+
+_R = TypeVar("_R")
+Work = Generator[simpy.Event, Any, _R]
+StepBody = Callable[[int], Generator[simpy.Event, Any, None]]
+
+
+def _wait(event: simpy.Event) -> Generator[simpy.Event, Any, Any]:
+    return (yield event)
 
 
 class Wiring(Protocol):
@@ -78,6 +100,14 @@ class Recovery:
                                    is not None else state / tcfg.storage_bandwidth)
         self.job_restart_s = (tcfg.restart_s if tcfg.restart_s is not None
                               else state / tcfg.storage_bandwidth + self.cold_start_s)
+        self.role = self.cfg.scope == "role"
+        if self.role and c.placement.colocated:
+            raise ScenarioError(
+                "recovery.scope", "role-based recovery restarts the trainer alone while the "
+                "rollouts keep generating, which needs separate GPUs: set policy.placement: "
+                "disaggregated, or recovery.scope: job")
+        self.role_restart_s = (self.cfg.role_restart_s if self.cfg.role_restart_s is not None
+                               else state / tcfg.storage_bandwidth)
         self.llm_calls_s: deque[float] = deque(maxlen=LLM_WINDOW)
         self.env_specs = [x for x in (self.faults.scaled(f) for f in self.faults.env)
                           if x is not None]
@@ -95,6 +125,14 @@ class Recovery:
         self._trainer_slow: int | None = None
         self._link_healthy = c.link.bandwidth
         self._link_factors: list[float] = []
+        # the job's step loop (`run_steps`) and the trainer restarted alone (scope: role)
+        self._step_now = 0  # the step running (or whose checkpoint is being written)
+        self._resumed_at = 0  # the step the job started or last restarted at
+        self._role_step = -1  # the step of the last trainer restart (a second escalates)
+        self._trainer_gen = 0  # moves on at every trainer restart: its work then is void
+        self._trainer_back: simpy.Event | None = None  # while the trainer restarts alone
+        self._trainer_fault_t = 0.0
+        self._trainer_lost_s = 0.0  # trainer work a restart voided, for its record
         # every multi-turn sample's environment steps go through its fault hooks
         self.job.faults = self._trajectory_faults
         self._start_injectors()
@@ -106,8 +144,9 @@ class Recovery:
 
     @property
     def restarts_job(self) -> bool:
-        """Whether the job can restart from a checkpoint (trainer faults, or checkpoints to
-        write)."""
+        """Whether the job writes trainer checkpoints or may restart (or restart its
+        trainer): then its steps run one process each, a job fault stopping the one in
+        flight (`run_steps`)."""
         f = self.faults
         return bool(f.trainer or f.gpu or self.cfg.trainer.checkpoint_every)
 
@@ -189,7 +228,7 @@ class Recovery:
                 self.env.process(self._slow_engine(instance, spec))
         elif kind == "trainer":
             if spec.mode == "stop":
-                self.fail_job("trainer")
+                self.trainer_fault()
             else:
                 self.env.process(self._slow_trainer(spec))
         elif kind == "link":
@@ -212,12 +251,21 @@ class Recovery:
         engine = self.engines[i]
         epoch = self.epoch
         shadow = self.shadow_ready[i]
+        moved: dict[str, Any] = {}
         if shadow:
             # the watcher notices at its next poll (strictly after the fault)
             wait = cfg.poll_s - math.fmod(t0, cfg.poll_s)
             yield self.env.timeout(wait + cfg.promote_s)
             self.shadow_ready[i] = False
             self.env.process(self._rearm_shadow(i))
+        elif self.role and lost:
+            # RobustRL: the engine is isolated once noticed; its turns in flight go to the
+            # live engines while a replacement starts
+            yield self.env.timeout(cfg.detect_s)
+            if epoch != self.epoch:
+                return
+            lost, moved = self._reassign(engine, lost)
+            yield self.env.timeout(self.cold_start_s)
         else:
             yield self.env.timeout(cfg.detect_s + self.cold_start_s)
         if epoch != self.epoch:
@@ -230,16 +278,48 @@ class Recovery:
             keep = (r.generated // cfg.token_log_every) * cfg.token_log_every if shadow else 0
             keep = max(keep, r.prefix_tokens if shadow else 0)
             regenerate += r.generated - keep
-            reprefill += r.prompt_tokens + keep
             owner = r.tag
             if isinstance(owner, Rollout):
-                owner.requeue(r, keep, engine)
+                if not owner.requeue(r, keep, engine):
+                    continue  # its sample no longer waits for it (cancelled, stopped...)
             else:
                 r.prefix_tokens = keep
                 engine.submit(r, front=True)
+            reprefill += r.prompt_tokens + keep
+        if moved:
+            regenerate += moved["lost_tokens"]
+            reprefill += moved["reprefill_tokens"]
         self.recovered(fid, "engine", t0, scheme="shadow" if shadow else "cold_restart",
-                       requests=len(lost), lost_tokens=regenerate, reprefill_tokens=reprefill,
-                       gpus=engine.gpus)
+                       requests=len(lost) + moved.get("requests", 0), lost_tokens=regenerate,
+                       reprefill_tokens=reprefill, gpus=engine.gpus,
+                       **({"reassigned": moved["reassigned"]} if moved else {}))
+
+    def _reassign(self, crashed: RolloutEngine,
+                  lost: list[Request]) -> tuple[list[Request], dict[str, Any]]:
+        """Role-based recovery of a crashed engine: its requests go to the least-loaded live
+        engines, each turn generated again from its start (RobustRL keeps a trajectory's
+        finished turns, not the tokens of the one in flight), oldest first; the requests
+        of samples that no longer wait are dropped. Returns what is left for the engine
+        itself (all, when no engine is live) and what was moved."""
+        live = [e for e in self.cluster.engines if e is not crashed and not e.down]
+        if not live:
+            return lost, {}
+        n = tokens = prefill = 0
+        for r in sorted(lost, key=lambda r: (r.t_submit, r.rid)):
+            target = min(live, key=lambda e: (e.load, e.name))
+            owner = r.tag
+            tokens += r.generated
+            if isinstance(owner, Rollout):
+                if not owner.requeue(r, 0, target):
+                    continue
+            else:
+                r.prefix_tokens = 0
+                target.submit(r, front=True)
+            n += 1
+            prefill += r.prompt_tokens
+        self.rec.instant(TRACK, "reassign", self.env.now, engine=crashed.name, requests=n)
+        return [], {"requests": len(lost), "reassigned": n, "lost_tokens": tokens,
+                    "reprefill_tokens": prefill}
 
     def _rearm_shadow(self, i: int) -> Generator[simpy.Event, Any, None]:
         """After a promotion the engine has no shadow until a new one has cold-started."""
@@ -303,10 +383,10 @@ class Recovery:
         scfg = self.cfg.slow
         if scfg.mitigation == "fail_stop" and scfg.detect_s < spec.duration:
             yield self.env.timeout(scfg.detect_s)
-            self._trainer_slow = None  # the job restarts on a healthy node
+            self._trainer_slow = None  # the job (or the trainer) restarts on a healthy node
             trainer.slowdown = 1.0
             self.recovered(fid, "trainer", t0, mitigation="fail_stop")
-            self.fail_job("trainer")
+            self.trainer_fault()
             return
         yield self.env.timeout(spec.duration)
         if self._trainer_slow == fid:
@@ -327,34 +407,60 @@ class Recovery:
         self.recovered(fid, "link", t0, mitigation="none")
 
     # ------------------------------------------------------------------ job restarts
+    def trainer_fault(self) -> None:
+        """A fail-stop trainer fault now: the trainer restarts alone (scope role, from its
+        checkpoint of the last step) or the whole job restarts (scope job; and, as RobustRL
+        escalates, in the first step after a (re)start, at a second fault in one step, or
+        while the trainer is still restarting)."""
+        if self._restarting:
+            return
+        if (self.role and self._trainer_back is None and self._step_now > self._resumed_at
+                and self._role_step != self._step_now):
+            self._restart_trainer()
+        else:
+            self.fail_job("trainer")
+
     def fail_job(self, kind: str) -> None:
         """A fault that restarts the whole job from its last checkpoint (`run_steps`)."""
         if self._restarting or self._job_fault.triggered:
             return
         self._job_fault.succeed((self.fault(kind, 0), self.env.now))
 
-    def run_steps(self, steps: int, one_step: Callable[[int], Generator[simpy.Event, Any,
-                                                                        None]]
-                  ) -> Generator[simpy.Event, Any, None]:
-        """Run steps 0..steps-1 with trainer checkpoints every `checkpoint_every` steps;
-        a job fault abandons the step in flight (or the checkpoint being written), and
-        after detection and a restart the job goes on from the step after its last
-        checkpoint."""
+    # ------------------------------------------------------------------ StepHooks
+    def run_steps(self, steps: int, one_step: StepBody,
+                  start: StepBody | None = None) -> Generator[simpy.Event, Any, None]:
+        """Run `start(0)` (a policy's pipeline fill, if any), then steps 0..steps-1, with
+        trainer checkpoints every `checkpoint_every` steps; a job fault abandons the step
+        in flight (or the fill, or the checkpoint being written), and after detection and
+        a restart the job goes on with `start(k)` and step k, k the step after its last
+        checkpoint. Without checkpoints or faults that restart anything, the steps run as
+        `PlainSteps` runs them."""
+        if not self.restarts_job:
+            if start is not None:
+                yield from start(0)
+            for step in range(steps):
+                yield from one_step(step)
+            return
         cfg = self.cfg.trainer
         env = self.env
         step = kept = 0
         since = 0.0  # where the work a fault would lose began: a checkpoint's or restart's end
+        fill = start  # the pipeline's fill, still to run before `step`
         while step < steps:
-            proc = env.process(self._step(one_step, step))
+            self._step_now = step
+            proc = env.process(self._step(one_step if fill is None else fill, step))
             fault = self._job_fault
             yield proc | fault
             if not fault.triggered:
+                if fill is not None:
+                    fill = None
+                    continue
                 step += 1
                 if not (cfg.checkpoint_every and step % cfg.checkpoint_every == 0
                         and step < steps):
                     continue
                 t0 = env.now
-                yield env.timeout(self.checkpoint_write_s) | fault
+                yield self._write_checkpoint() | fault
                 if not fault.triggered:
                     self.rec.span(CONTROLLER, "checkpoint", t0, env.now, step=step - 1)
                     kept, since = step, env.now
@@ -363,6 +469,88 @@ class Recovery:
                 proc.interrupt("job restart")
             yield from self._restart_job(fault, step, kept, since)
             step, since = kept, env.now
+            self._resumed_at = kept
+            fill = start
+
+    def guard(self, body: Work[_R]) -> Work[_R]:
+        """A job restart stops `body` at its next event (nothing more of it runs; it
+        returns None): a phase, or a side process of a step."""
+        if not self.restarts_job:
+            return body
+        return self._until_restart(body, self.job.epoch)
+
+    def _until_restart(self, body: Work[_R], epoch: int) -> Work[_R]:
+        job = self.job
+        try:
+            event = next(body)
+            while True:
+                try:
+                    value = yield event
+                except simpy.Interrupt as err:
+                    event = body.throw(err)
+                    continue
+                if epoch != job.epoch:
+                    body.close()
+                    return cast(_R, None)
+                event = body.send(value)
+        except StopIteration as stop:
+            return cast(_R, stop.value)
+
+    def trainer_work(self, work: Callable[[], Work[_R]]) -> Work[_R]:
+        """The trainer's work `work()`; with scope role, held while the trainer restarts
+        and run again when a trainer fault killed (or cut) it."""
+        if not self.role:
+            return work()
+        return self._trainer_work(work)
+
+    def _trainer_work(self, work: Callable[[], Work[_R]]) -> Work[_R]:
+        while True:
+            back = self._trainer_back
+            if back is not None:
+                yield back
+            gen, t0 = self._trainer_gen, self.env.now
+            result = yield from work()
+            if gen == self._trainer_gen:
+                return result
+            # a restart voided it: what ran of it before the fault is lost work
+            self._trainer_lost_s += max(0.0, self._trainer_fault_t - t0)
+
+    # ------------------------------------------------------------------ restarts
+    def _write_checkpoint(self) -> simpy.Event:
+        """One trainer checkpoint write (blocking the step loop); trainer work of its own
+        when the trainer may restart alone."""
+        if not self.role:
+            return self.env.timeout(self.checkpoint_write_s)
+        return self.env.process(self._trainer_work(
+            lambda: _wait(self.env.timeout(self.checkpoint_write_s))))
+
+    def _restart_trainer(self) -> None:
+        """RobustRL's trainer recovery: the trainer's processes die now (the pass in
+        flight is lost), and after detection and `role_restart_s` it is back at its
+        checkpoint of the last step; the rollouts go on meanwhile."""
+        env = self.env
+        t0 = env.now
+        fid = self.fault("trainer", 0, scope="role")
+        self._trainer_gen += 1
+        self._trainer_fault_t = t0
+        self._trainer_back = env.event()
+        self._role_step = self._step_now
+        self.cluster.trainer.kill()
+        env.process(self._trainer_restarted(fid, t0, self.epoch))
+
+    def _trainer_restarted(self, fid: int, t0: float,
+                           epoch: int) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(self.cfg.trainer.detect_s + self.role_restart_s)
+        if epoch != self.epoch:
+            return  # the job restarted meanwhile (which closed this fault)
+        back, self._trainer_back = self._trainer_back, None
+        assert back is not None
+        back.succeed()
+        self.rec.span(CONTROLLER, "recovery", t0, self.env.now, step=self._role_step,
+                      scope="role")
+        lost, self._trainer_lost_s = self._trainer_lost_s, 0.0
+        self.recovered(fid, "trainer", t0, scope="role", lost_work_s=lost,
+                       gpus=self.train_gpus)
 
     def _restart_job(self, fault: simpy.Event, step: int, kept: int,
                      since: float) -> Generator[simpy.Event, Any, None]:
@@ -371,13 +559,18 @@ class Recovery:
         fid, t0 = cast(tuple[int, float], fault.value)
         self._job_fault = env.event()
         self._restarting = True
-        self.epoch += 1
-        self.job.epoch = self.epoch
+        self.job.restart()  # every attempt still open is void
+        self.epoch = self.job.epoch
+        back, self._trainer_back = self._trainer_back, None
+        if back is not None:  # trainer work waiting for a trainer restart: void too
+            back.succeed()
+        self._role_step = -1
+        self._trainer_lost_s = 0.0
         dropped = self._kill_job()
         self.rec.instant(CONTROLLER, "rollback", env.now, from_step=step, to_step=kept,
                          lost_s=t0 - since)
         yield env.timeout(self.cfg.trainer.detect_s + self.job_restart_s)
-        for engine in self.engines:
+        for engine in self.cluster.engines:
             engine.restart()
         self._restarting = False
         self.rec.span(CONTROLLER, "recovery", t0, env.now, step=step)
@@ -387,8 +580,7 @@ class Recovery:
         self._close_by_restart()
 
     @staticmethod
-    def _step(one_step: Callable[[int], Generator[simpy.Event, Any, None]],
-              step: int) -> Generator[simpy.Event, Any, None]:
+    def _step(one_step: StepBody, step: int) -> Generator[simpy.Event, Any, None]:
         try:
             yield from one_step(step)
         except simpy.Interrupt:
@@ -398,7 +590,7 @@ class Recovery:
         """Every process of the job dies: engines lose their requests (the step that owned
         them is void), the trainer stops; returns the requests dropped."""
         dropped = 0
-        for engine in self.engines:  # a down engine drops what waited for it too
+        for engine in self.cluster.engines:  # a down engine drops what waited for it too
             dropped += len(engine.crash())
         self.cluster.trainer.kill()
         return dropped
@@ -418,15 +610,19 @@ class TrajectoryFaults:
     at action boundaries (an execution has returned) while the next LLM call runs; the
     next execution waits for the snapshot to end. The LLM context and the environment
     always resume from the same turn (the rollout checks its context when it finishes).
+    A new attempt of the sample (a policy restarted it: stale, reissued) starts from a
+    fresh container, so its snapshots start over; an older attempt's executions lapse.
+    Each run of an execution draws its own fault, over every attempt of the sample.
     """
 
-    __slots__ = ("attempts", "execs_since", "key", "open", "r", "rec", "snapshot",
+    __slots__ = ("attempt", "attempts", "execs_since", "key", "open", "r", "rec", "snapshot",
                  "snapshot_ready", "work_since_s")
 
     def __init__(self, rec: Recovery, rollout: Rollout, key: tuple[int, int]) -> None:
         self.rec = rec
         self.r = rollout
         self.key = key  # (step, place in the batch): its fault draws' key
+        self.attempt = 0  # the sample's attempt the state below belongs to
         self.snapshot: int | None = None  # the turn the last snapshot resumes at
         self.snapshot_ready = 0.0  # when the snapshot in progress ends
         self.attempts: dict[int, int] = {}  # execution -> runs so far
@@ -434,24 +630,36 @@ class TrajectoryFaults:
         self.work_since_s = 0.0
         self.open: list[tuple[int, int, float]] = []  # faults being recovered: (id, exec, t)
 
+    def _current(self, rollout: Rollout) -> None:
+        """A new attempt of the sample: a fresh container, no snapshot yet."""
+        if rollout.attempt != self.attempt:
+            self.attempt = rollout.attempt
+            self.snapshot = None
+            self.snapshot_ready = 0.0
+            self.execs_since = 0
+            self.work_since_s = 0.0
+
     # -------------------------------------------------------------- hooks
     def turn_done(self, rollout: Rollout, llm_s: float) -> None:
+        self._current(rollout)
         self.rec.llm_calls_s.append(llm_s)
         self.work_since_s += llm_s
 
     def env_step(self, rollout: Rollout) -> None:
+        self._current(rollout)
         now = self.rec.env.now
         wait = self.snapshot_ready - now  # a snapshot still being taken holds the env
         if wait > 0:
             self.rec.rec.instant(TRACK, "checkpoint_wait", now, wait_s=wait)
-            self.rec.env.timeout(wait).callbacks.append(self._execute)
+            attempt = rollout.attempt
+            self.rec.env.timeout(wait).callbacks.append(lambda _e: self._execute(attempt))
         else:
-            self._execute(None)
+            self._execute(rollout.attempt)
 
     # -------------------------------------------------------------- executions
-    def _execute(self, _event: Any) -> None:
+    def _execute(self, attempt: int) -> None:
         r = self.r
-        if not r.alive:
+        if attempt != r.attempt or not r.alive:
             return
         i = r.turn
         now = self.rec.env.now
@@ -462,27 +670,28 @@ class TrajectoryFaults:
             else:
                 still.append((fid, target, t0))
         self.open = still
-        attempt = self.attempts.get(i, 0)
-        if attempt >= MAX_ATTEMPTS:
+        runs = self.attempts.get(i, 0)
+        if runs >= MAX_ATTEMPTS:
             raise ScenarioError(
                 "faults.env", f"trajectory {self.key[1]} of step {self.key[0]} ran its "
                 f"execution {i} {MAX_ATTEMPTS} times without getting past it; the failure "
                 "probability is too high for its length (lower it, or recover from "
                 "checkpoints)")
-        self.attempts[i] = attempt + 1
+        self.attempts[i] = runs + 1
         assert r.turns is not None
         env_s = r.turns[i].env_s
         share = env_exec_fault(self.rec.env_specs, self.rec.seed, self.key[0], self.key[1],
-                               i, attempt)
+                               i, runs)
         pool = self.rec.cluster.env_pool
         if share is None:
-            pool.run_then(env_s, self._executed, env_s)
+            pool.run_then(env_s, self._executed, (attempt, env_s))
         else:
-            pool.run_then(env_s * share, self._failed, (now, env_s * share))
+            pool.run_then(env_s * share, self._failed, (attempt, now, env_s * share))
 
-    def _executed(self, env_s: float) -> None:
+    def _executed(self, job: tuple[int, float]) -> None:
+        attempt, env_s = job
         r = self.r
-        if not r.alive:
+        if attempt != r.attempt or not r.alive:
             return
         rec = self.rec
         self.work_since_s += env_s
@@ -500,11 +709,11 @@ class TrajectoryFaults:
                             turn=r.turn + 1)
         r.step_done()
 
-    def _failed(self, job: tuple[float, float]) -> None:
+    def _failed(self, job: tuple[int, float, float]) -> None:
+        attempt, t_start, done_s = job
         r = self.r
-        if not r.alive:
+        if attempt != r.attempt or not r.alive:
             return
-        t_start, done_s = job
         rec = self.rec
         i = r.turn
         assert r.turns is not None

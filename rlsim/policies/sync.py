@@ -21,13 +21,9 @@ from rlsim.workload import Workload
 
 
 def run_sync(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, None]:
-    steps = ph.cluster.scenario.steps
-    if ph.recovery is not None and ph.recovery.restarts_job:
-        # trainer checkpoints, and restarts from the last one after a job fault
-        yield from ph.recovery.run_steps(steps, lambda step: _step(ph, workload, step))
-    else:
-        for step in range(steps):
-            yield from _step(ph, workload, step)
+    # each step is whole in itself: a job restart (recovery) runs the steps from the one
+    # after its last checkpoint again, and needs nothing else from the policy
+    yield from ph.run_steps(ph.cluster.scenario.steps, lambda step: _step(ph, workload, step))
     ph.left()  # nothing in flight between steps
 
 

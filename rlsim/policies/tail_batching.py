@@ -78,10 +78,20 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
             "colocated and reward_scheduler: true")
     stream = StreamTrainer(ph, cfg.stream_start, cfg.stream_stop, cfg.stream_every,
                            cfg.stream_projection_quantile) if cfg.stream_trainer else None
-    queue: deque[PromptGroup] = deque()
-    draws = 0  # short rounds so far: each takes a fresh batch of prompts from the workload
+    if (cfg.planner or stream is not None) and (sc.faults.any
+                                                 or sc.recovery.trainer.checkpoint_every):
+        raise ScenarioError(
+            "policy.tail_batching.planner" if cfg.planner
+            else "policy.tail_batching.stream_trainer",
+            "the planner and the stream trainer change the engines mid-run; faults and "
+            "trainer checkpoints with them are not modelled: set planner: false and "
+            "stream_trainer: false, or drop faults and recovery.trainer.checkpoint_every")
     planner = _Planner(ph, cfg.planner_jump, cfg.planner_calm_steps) if cfg.planner else None
-    for step in range(sc.steps):
+    state = _Queue()
+
+    def one_step(step: int) -> Generator[simpy.Event, Any, None]:
+        queue = state.queue
+        state.saved[step] = (list(queue), state.draws)
         t0 = ph.env.now
         if planner is not None:
             yield from planner.apply(step)
@@ -94,9 +104,9 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
                            queued=[])
             kind = "long"
         else:
-            groups = workload.batch(draws, n_prompts, n_responses)
-            draws += 1
-            if draws == 1:
+            groups = workload.batch(state.draws, n_prompts, n_responses)
+            state.draws += 1
+            if state.draws == 1:
                 _check_multi_turn(groups, sc.policy.env_interaction, stream is not None)
             kind = "short"
         launched = sum(len(g.response_tokens) for g in groups)
@@ -150,8 +160,31 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         ph.step_span(step, t0, samples=len(samples), round=kind, queue=len(queue),
                      preemptions=preempted, rollout_tp=planner.tp if planner else sc.rollout.tp,
                      backlog=len(queue) * r0, **cuts)
+
+    yield from ph.run_steps(sc.steps, one_step, start=state.restore)
     # A queue that is not empty is a cycle cut short: its long round never ran.
+    queue = state.queue
     ph.left(backlog=len(queue) * r0, queued_prompts=len(queue), long_round_prompts=p0)
+
+
+class _Queue:
+    """The controller's state between rounds: the long-prompt queue and the short rounds
+    drawn so far, as each step began (a job restart resumes from the state its step
+    began with: the controller's state is checkpointed with the trainer's)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[PromptGroup] = deque()
+        self.draws = 0  # short rounds so far: each takes a fresh batch of prompts
+        self.saved: dict[int, tuple[list[PromptGroup], int]] = {}
+
+    def restore(self, step: int) -> Generator[simpy.Event, Any, None]:
+        """The state step `step` began with (nothing to do at the start)."""
+        if step in self.saved:
+            queue, self.draws = self.saved[step]
+            self.queue = deque(queue)
+            for later in [k for k in self.saved if k > step]:
+                del self.saved[later]
+        yield from ()
 
 
 class _Planner:
@@ -314,8 +347,9 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
         else:
             abort(by_prompt[pid])  # the prompt's surplus responses free their KV now
 
-    # every response's request id is taken at launch, in launch order
-    rollouts = ph.rollouts(groups, on_finish, reserve=True)
+    # every response's request id is taken at launch, in launch order; a multi-turn
+    # sample takes recovery's fault hooks, keyed on its step and place
+    rollouts = ph.rollouts(groups, on_finish, reserve=True, fault_step=step)
     for r in rollouts:
         by_prompt.setdefault(r.prompt_id, []).append(r)
 

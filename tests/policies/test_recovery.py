@@ -240,12 +240,9 @@ def test_fault_targets_must_exist(changes: dict[str, Any], field: str) -> None:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"policy": {"name": "async", "placement": "disaggregated"},
-      "faults": {"engine": [{"mtbf": "1 h"}]}}, "sync and one_off"),
-    ({"policy": {"name": "one_off", "placement": "disaggregated"},
-      "faults": {"trainer": [{"mtbf": "1 h"}]}}, "need policy.name: sync"),
-    ({"policy": {"name": "one_off", "placement": "disaggregated"},
-      "recovery": {"trainer": {"checkpoint_every": 2}}}, "need policy.name: sync"),
+    ({"recovery": {"scope": "role"}}, "checkpoint_every: 1"),
+    ({"recovery": {"scope": "role", "trainer": {"checkpoint_every": 2}}},
+     "checkpoint_every: 1"),
     ({"faults": {"env": [{"probability": 0.1}]}}, "workload.agentic"),
 ])
 def test_unsupported_fault_setups_are_refused(changes: dict[str, Any], message: str) -> None:
