@@ -214,10 +214,14 @@ class _Lexer:
                 tok.items.append(self.word())
 
     def single_quote(self) -> None:
+        self._skip_quoted("'", "unterminated ' quote (opened here): is the script truncated?")
+
+    def _skip_quoted(self, quote: str, unterminated: str) -> None:
+        """Past a quote that nothing inside escapes (' or `), counting its lines."""
         line = self.line
-        j = self.s.find("'", self.i + 1)
+        j = self.s.find(quote, self.i + 1)
         if j < 0:
-            raise self.fail(line, "unterminated ' quote (opened here): is the script truncated?")
+            raise self.fail(line, unterminated)
         self.line += self.s.count("\n", self.i, j)
         self.i = j + 1
 
@@ -278,12 +282,7 @@ class _Lexer:
             self.i += 1
 
     def backquote(self) -> None:
-        line = self.line
-        j = self.s.find("`", self.i + 1)
-        if j < 0:
-            raise self.fail(line, "unterminated ` quote: is the script truncated?")
-        self.line += self.s.count("\n", self.i, j)
-        self.i = j + 1
+        self._skip_quoted("`", "unterminated ` quote: is the script truncated?")
 
 
 # --- statements ---------------------------------------------------------------------------
