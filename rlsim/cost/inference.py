@@ -720,8 +720,22 @@ class InferenceCost:
             # pricing the chunks as one long sequence would count cross-sequence pairs.
             # One varlen kernel serves them all, so its fixed cost is paid once.
             fixed = self._attn_layer_fixed_s
-            attention += fixed + sum(self._layer_prefill_attention_s(tokens, context) - fixed
-                                     for tokens, context in prefill_chunks)
+            if self._exact_causal:
+                # `_layer_prefill_attention_s` inlined, the same arithmetic in the same order
+                # (a mixed iteration prices one chunk per sequence it prefills: the hot path
+                # of rollout).
+                per_pair = self._attn_flops_per_pair
+                per_flop = self._attn_layer_s_per_flop
+                per_token = self._kv_layer_s_per_token
+                parts = []
+                for tokens, context in prefill_chunks:
+                    t_flops = tokens * (context + (tokens + 1) / 2.0) * per_pair * per_flop
+                    t_mem = (context + tokens) * per_token
+                    parts.append(fixed + (t_mem if t_mem > t_flops else t_flops) - fixed)
+                attention += fixed + sum(parts)
+            else:
+                attention += fixed + sum(self._layer_prefill_attention_s(tokens, context) - fixed
+                                         for tokens, context in prefill_chunks)
         elif prefill_tokens:
             attention += self._layer_prefill_attention_s(prefill_tokens, prefill_context_tokens)
         return attention

@@ -17,23 +17,29 @@ class Barrier:
     `times[i]` is the simulated time at which `items[i]` arrived.
     """
 
-    __slots__ = ("arrived", "count", "done", "env", "items", "times")
+    __slots__ = ("count", "done", "env", "items", "times")
 
     def __init__(self, env: simpy.Environment, count: int) -> None:
         self.env = env
         self.count = count
-        self.arrived = 0
         self.items: list[Any] = []
         self.times: list[float] = []
         self.done = env.event()
         if count == 0:
             self.done.succeed(self.items)
 
+    @property
+    def arrived(self) -> int:
+        return len(self.items)
+
     def arrive(self, item: Any = None) -> None:
-        if self.arrived >= self.count:
+        # Once per response of a batch: the count is the list's length, `_now` is `now`
+        # without the property call.
+        items = self.items
+        n = len(items) + 1
+        if n > self.count:
             raise RuntimeError("barrier: more arrivals than expected")
-        self.arrived += 1
-        self.items.append(item)
-        self.times.append(self.env.now)
-        if self.arrived == self.count:
-            self.done.succeed(self.items)
+        items.append(item)
+        self.times.append(self.env._now)
+        if n == self.count:
+            self.done.succeed(items)

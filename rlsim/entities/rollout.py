@@ -341,7 +341,7 @@ class Rollout:
         self.rid = rid
         turns = self.turns  # the current turn's response length
         out = self.response_tokens if turns is None else turns[self.turn].response_tokens
-        req = Request(rid, self.context, out, prefix, self._turn_done, self,
+        req = Request(rid, self.context, out, prefix, _turn_done, self,
                       (self, self.attempt) if self.keyed else None)
         self.request = req
         engine = self.engine
@@ -351,34 +351,6 @@ class Rollout:
                 engine = self.engine = job.live_engine()
         self.t_turn = job.env._now
         engine.submit(req)
-
-    def _turn_done(self, req: Request) -> None:
-        if req is not self.request or req.status != "finished":
-            return  # aborted (whoever aborted it decides what follows), or voided
-        if self.epoch != self.job.epoch:
-            return
-        self.request = None
-        turns = self.turns
-        if turns is None:  # single-turn (`_finish` inlined: the common case)
-            generated = req.generated
-            self.context += generated
-            if self.on_finish is not None:
-                self.on_finish(Sample(self.prompt_id, self.prompt_tokens, generated,
-                                      self.version, self.reward_s, self.task, None, 0, self))
-            return
-        i = self.turn
-        self.context += req.generated + turns[i].obs_tokens
-        faults = self.faults
-        if faults is not None:
-            faults.turn_done(self, self.job.env._now - self.t_turn)
-        if i == self.last:
-            self._finish(req.generated)
-        elif self.stopped:
-            return
-        elif self.after_turn is not None:
-            self.after_turn(self)
-        else:
-            self.env_step()
 
     def env_step(self) -> None:
         """The environment step after the current turn (through the fault hooks if any)."""
@@ -440,3 +412,54 @@ class Rollout:
         if self.context != expected:
             raise RuntimeError(f"sample {self.prompt_id}/{self.slot}: context {self.context} "
                                f"tokens after recovery, expected {expected}")
+
+
+def release(rollouts: Iterable[Rollout]) -> None:
+    """Drop the hooks a batch set on its rollouts (on_finish, after_turn, after_env) once
+    the batch is over. A hook holds the policy's state for the batch (a barrier, a
+    closure), which holds the samples, which hold their rollouts: a reference cycle that
+    only the garbage collector frees, after scanning every rollout and sample of the step.
+    Released, a step's rollouts and samples are freed as soon as the step lets go of them
+    (benchmarks/bench_large_sync.py, 100 steps: the collector's time 1.3 -> 0.1 s). Only
+    for rollouts that are over, finished or stopped: a late callback of one is ignored."""
+    for r in rollouts:
+        r.on_finish = None
+        r.request = None  # an aborted request's tag is its rollout: a cycle too
+        if r.after_turn is not None:
+            r.after_turn = None
+        if r.after_env is not None:
+            r.after_env = None
+
+
+def _turn_done(req: Request) -> None:
+    """The engine's callback when a rollout's request (`req.tag` is the rollout) has
+    finished or been aborted. A plain function, not a bound method: no method object is
+    made, and tracked by the garbage collector, per request (a few percent of a large
+    run's time)."""
+    r: Rollout = req.tag
+    if req is not r.request or req.status != "finished":
+        return  # aborted (whoever aborted it decides what follows), or voided
+    if r.epoch != r.job.epoch:
+        return
+    r.request = None
+    turns = r.turns
+    if turns is None:  # single-turn (`_finish` inlined: the common case)
+        generated = req.generated
+        r.context += generated
+        if r.on_finish is not None:
+            r.on_finish(Sample(r.prompt_id, r.prompt_tokens, generated, r.version, r.reward_s,
+                               r.task, None, 0, r))
+        return
+    i = r.turn
+    r.context += req.generated + turns[i].obs_tokens
+    faults = r.faults
+    if faults is not None:
+        faults.turn_done(r, r.job.env._now - r.t_turn)
+    if i == r.last:
+        r._finish(req.generated)
+    elif r.stopped:
+        return
+    elif r.after_turn is not None:
+        r.after_turn(r)
+    else:
+        r.env_step()

@@ -33,7 +33,7 @@ from rlsim.cost.weightsync import SwitchCost, SyncCost, layout_sync_cost, switch
 from rlsim.entities.barrier import Barrier
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
-from rlsim.entities.rollout import Rollout, RolloutJob, Sample
+from rlsim.entities.rollout import Rollout, RolloutJob, Sample, release
 from rlsim.trace import CONTROLLER
 from rlsim.workload import PromptGroup
 
@@ -214,6 +214,7 @@ class Phases:
             for r in chunk:
                 r.start(version, engine)
         samples: list[Sample] = yield barrier.done
+        release(rollouts)
         self.record_responses(step, t0, samples, barrier.times)
         return samples
 
@@ -258,6 +259,7 @@ class Phases:
                     r.env_step()
                 yield steps.done
             active = sorted(going, key=_slot)
+        release(rollouts)
         self.record_responses(step, t0, out, times)
         return out
 

@@ -41,7 +41,7 @@ from rlsim.config.errors import ScenarioError
 from rlsim.config.policy_caps import TAIL_BATCHING
 from rlsim.cost.inference import InferenceCost
 from rlsim.entities.engine import Request, RolloutEngine
-from rlsim.entities.rollout import LIVE, Rollout
+from rlsim.entities.rollout import LIVE, Rollout, release
 from rlsim.policies.adaptive_timeout import AdaptiveTimeout
 from rlsim.policies.phases import Phases, Sample
 from rlsim.policies.registry import PolicySpec, register
@@ -381,6 +381,7 @@ def _round(ph: Phases, step: int, groups: Sequence[PromptGroup], p0: int, r0: in
     for r in rollouts:  # surplus responses, and those of prompts not done: work in vain
         if id(r) not in kept:
             r.end("aborted")
+    release(rollouts)  # each is finished or stopped
     trained = set(done)
     reward_done = None
     if scorer is not None:
