@@ -97,7 +97,10 @@ def policy_dict(result: LiveResult) -> dict[str, Any]:
     cfg = result.config
     policy: dict[str, Any] = {"name": cfg.mode, "placement": "disaggregated"}
     if cfg.mode == "async":
-        policy["asynchronous"] = {"alpha": cfg.alpha, "partial_rollout": True}
+        # The live job drops an over-age group when the trainer takes it and issues its
+        # prompt again (calibration/live/rollout.py): rlsim's `reissue`, like for like.
+        policy["asynchronous"] = {"alpha": cfg.alpha, "partial_rollout": True,
+                                  "over_age": "reissue"}
     return policy
 
 

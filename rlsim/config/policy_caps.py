@@ -74,6 +74,12 @@ class PolicyCaps:
     trainer or GPU faults, a slow trainer treated as failed)."""
     fleets: bool = False
     """A fleet scenario (kind: fleet) may run its jobs under it."""
+    schedule: bool = False
+    """It runs policy.schedule's options (ROLL's queue scheduling, prompt replication,
+    additional prompts, zero-variance filtering), single-turn and without faults."""
+    env_instances: bool = False
+    """Its trajectories each hold one of env.instances for their whole life (ROLL's
+    environment managers)."""
     search_space: tuple[Knob, ...] = ()
     """The policy's own knobs that `rlsim advise` may vary (policy.placement is varied
     over `placements`, not listed here)."""
@@ -101,6 +107,7 @@ SYNC = PolicyCaps(
     faults=FAULT_KINDS,
     job_restarts=True,
     fleets=True,
+    schedule=True,
 )
 ONE_OFF = PolicyCaps(
     name="one_off",
@@ -139,6 +146,7 @@ ASYNC = PolicyCaps(
     multi_turn=True,
     faults=FAULT_KINDS,  # with partial rollout and redundant environments
     job_restarts=True,  # a restart voids the rollouts in flight and queued
+    env_instances=True,
     # extra_groups is left out: it counts groups, so its sensible values scale with
     # workload.prompts_per_step (ROLL Flash: 4 beyond 32).
     search_space=(

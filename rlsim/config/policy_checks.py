@@ -91,6 +91,36 @@ def _who_runs(kind: str) -> str:
     return "no policy does: "
 
 
+def _check_schedule(scenario: Scenario, c: PolicyCaps) -> None:
+    sched = scenario.policy.schedule
+    if sched == type(sched)():
+        return
+    if not c.schedule:
+        able = supporting(lambda x: x.schedule)
+        raise ScenarioError("policy.schedule", f"{c.name} has no rollout schedule options; "
+                            f"drop policy.schedule or set policy.name: "
+                            f"{_alternatives(able, 'or')}")
+    found = _multi_turn_field(scenario)
+    if found is not None:
+        raise ScenarioError("policy.schedule", f"the schedule options run single-turn "
+                            f"responses only so far; drop policy.schedule or {found[0]}")
+    f = scenario.faults
+    kinds = [k for k in FAULT_KINDS if getattr(f, k)]
+    if kinds or _restart_field(scenario) is not None:
+        field = f"faults.{kinds[0]}" if kinds else _restart_field(scenario)
+        raise ScenarioError(str(field), "the schedule options run without faults or "
+                            "trainer checkpoints so far; drop policy.schedule or them")
+
+
+def _check_env_instances(scenario: Scenario, c: PolicyCaps) -> None:
+    if scenario.env.instances is None or c.env_instances:
+        return
+    able = supporting(lambda x: x.env_instances)
+    raise ScenarioError("env.instances", f"{c.name} does not cap live trajectories by "
+                        f"environment instances; drop env.instances or set policy.name: "
+                        f"{_alternatives(able, 'or')}")
+
+
 def check_policy(scenario: Scenario) -> None:
     """Raise a ScenarioError if the scenario asks its policy for what the policy's
     capabilities do not list (see the module docstring)."""
@@ -101,3 +131,5 @@ def check_policy(scenario: Scenario) -> None:
     _check_placement(scenario, c)
     _check_multi_turn(scenario, c)
     _check_faults(scenario, c)
+    _check_schedule(scenario, c)
+    _check_env_instances(scenario, c)

@@ -14,10 +14,22 @@ docs/research/rollflash.md):
   cancelled (aborted at once). A batch uses its first P0 complete groups; its other groups
   are cancelled.
 - **Trainer.** Step n waits for P0 complete groups whose samples all started at version
-  >= n - alpha, oldest first. A group with an older sample is dropped and its prompt issued
-  again on the current weights (every sample a fresh attempt). It then computes log-probs,
-  trains and publishes version n + 1 over the weight-sync link. The wait is recorded as the
-  step's `gen` phase: the time training waits for rollout.
+  >= n - alpha, oldest first. It then computes log-probs, trains and publishes version
+  n + 1 over the weight-sync link. The wait is recorded as the step's `gen` phase: the time
+  training waits for rollout.
+- **Over-age groups** (`over_age`). A group that can no longer train within alpha:
+  `replace_group` (the default, as ROLL's code does): at every weight update each group
+  with an attempt that started before the new version - alpha is dropped whole, its scored
+  samples too (outcome `stale`), and a fresh prompt drawn from the workload takes its place
+  in its batch on the current weights (ROLL's ReplayBuffer.gc then the freed slot's next
+  dataset item: roll/distributed/scheduler/generate_scheduler.py:400-433, 546-557,
+  245-268). A single-turn sample in flight is aborted at once; a trajectory in flight runs
+  to its end and is then dropped, and only then does its place in the fresh group start
+  (ROLL's agentic GroupQueue ignores the expired group's rollouts while each env manager
+  finishes its episode before taking the next: rollout_scheduler.py:274-292, 326-327;
+  traj_env_manager.py:114-141). `reissue`: a group with an older sample is dropped when the
+  trainer takes it and its prompt issued again on the current weights (every sample a fresh
+  attempt), and an attempt is checked before each of its turns (below).
 - **Partial rollout** (`partial_rollout: true`). At each weight update every request in
   flight is aborted and resumed on the new weights with prompt + partial output (its KV
   recomputed by prefill). A resumed sample keeps the version it started at, so its
@@ -25,16 +37,28 @@ docs/research/rollflash.md):
 - **Trajectories** (multi-turn samples: `workload.agentic` or recorded rollouts) keep the
   engine of their first turn; the environment resets before the first turn and steps
   after every other one on the env pool, each trajectory on its own (environment-level
-  async: no barrier across environments). Staleness is checked at the start of every turn:
-  an attempt that started before the engines' version - alpha starts over on the current
-  weights, reset included.
+  async: no barrier across environments). Under `reissue` staleness is checked at the
+  start of every turn: an attempt that started before the engines' version - alpha starts
+  over on the current weights, reset included.
+- **Environment instances** (`env.instances`, None: no cap). A trajectory holds one
+  instance from its start (reset) to its end: scored, cancelled, dropped stale or replaced
+  (a replaced one at the end of the episode it runs out), or voided by a job restart. One
+  that finds none free waits, and a freed instance starts the waiting trajectory first in
+  launch order (batch, then slot in the batch: a replacement group's slots come after
+  its batch's others); a restarted or reissued one waits like any other. ROLL runs one env
+  manager per instance, each playing its episode out before resetting for the next
+  (roll/pipeline/agentic/env_manager/traj_env_manager.py:94-143), num_env_groups x
+  group_size of them (agentic_config.py:149-160, 395-427), so async never has more
+  trajectories live than instances. Single-turn samples take none.
 
 Every attempt ends exactly one way, counted in `outcomes`: trained, stale (dropped for
-staleness), cancelled (redundant), or left over when the run ends (in flight, or scored
-but not needed). Each step span adds the step's `dropped_stale`, `cancelled` and `resumed`
-(requests resumed on new weights). With alpha = 0 and no redundancy every sample is
-on-policy: batch n runs on version n once step n - 1 has published it, as in
-disaggregated `sync` (which routes by contiguous chunks instead).
+staleness, a replaced group's samples included), cancelled (redundant), or left over when
+the run ends (in flight, or scored but not needed). Each step span adds the step's
+`dropped_stale`, `cancelled` and `resumed` (requests resumed on new weights), and
+`replaced` (groups replaced) when there are any; so does `outcomes` (`replaced_groups`).
+With alpha = 0 and no redundancy every sample is on-policy: batch n runs on version n
+once step n - 1 has published it, as in disaggregated `sync` (which routes by contiguous
+chunks instead).
 """
 
 from __future__ import annotations
@@ -56,14 +80,14 @@ from rlsim.policies.phases import Phases, Sample
 from rlsim.policies.registry import PolicySpec, register
 from rlsim.policies.scoring import Scorer, sandbox_caps
 from rlsim.trace import CONTROLLER
-from rlsim.workload import Turn, Workload
+from rlsim.workload import PromptGroup, Turn, Workload
 
 
 class _Slot(Rollout):
     """One sample being produced (its life is the `Rollout`): the group it belongs to and
-    whether its current attempt is scored."""
+    whether its current attempt is scored, or has finished (its last turn done)."""
 
-    __slots__ = ("done", "group")
+    __slots__ = ("done", "finished", "group")
 
     def __init__(self, job: RolloutJob, group: _Group, slot: int, response_tokens: int,
                  turns: tuple[Turn, ...] | None, reset_s: float) -> None:
@@ -71,6 +95,7 @@ class _Slot(Rollout):
                          slot=slot, reset_s=reset_s, task=group.task, keyed=True)
         self.group = group
         self.done = False  # scored for the current attempt
+        self.finished = False  # its last turn done for the current attempt
 
 
 @dataclass(slots=True, eq=False)
@@ -81,16 +106,19 @@ class _Group:
     prompt_id: int
     prompt_tokens: int
     task: str | None
+    source: PromptGroup  # what the workload drew (a recorded one is replayed again)
     slots: list[_Slot] = field(default_factory=list)
     scored: list[Sample] = field(default_factory=list)
     closed: bool = False  # complete or cancelled: takes no more samples
-    counted: bool = False  # one of its batch's P0 (a reissued group stays counted)
+    counted: bool = False  # one of its batch's P0 (a reissued or replacing group stays so)
+    replaced: bool = False  # over-age, dropped for a fresh prompt (over_age: replace_group)
 
 
 @dataclass(slots=True, eq=False)
 class _Batch:
     index: int
     scorer: Scorer
+    drawn: int  # prompts drawn from the workload for it: launched, then replacements
     groups: list[_Group] = field(default_factory=list)
     complete: int = 0
 
@@ -119,8 +147,26 @@ class _AsyncRun:
         self.timers = Timers.of(self.env)
         self.alpha = self.cfg.alpha
         self._on_finish = self._finished  # bound once: every sample's hooks
-        self._admit = self._fresh
+        self.replace = self.cfg.over_age == "replace_group"
+        # replace_group checks at weight updates only (ROLL's gc), never per turn.
+        self._admit = None if self.replace else self._fresh
         self._producer_wake: simpy.Event | None = None
+        self.open_groups: dict[_Group, None] = {}  # launched, not trained/cancelled/replaced
+        self.replaced = 0  # groups replaced so far
+        # A trajectory of a replaced group runs to its end; its place in the fresh group
+        # starts then (the env manager takes the next episode): zombie <-> waiting slot.
+        self._handoff: dict[_Slot, _Slot] = {}
+        self._waiting: dict[_Slot, _Slot] = {}
+        # Environment instances (env.instances): the trajectories holding one, and the ones
+        # waiting, a heap by launch order (batch, slot) with a ticket per entry (`_queued`:
+        # an entry whose ticket is not there any more was withdrawn).
+        self.instances = sc.env.instances
+        self._free = self.instances or 0
+        self._holding: set[_Slot] = set()
+        self._queue: list[tuple[int, int, int, _Slot, RolloutEngine | None]] = []
+        self._queued: dict[_Slot, int] = {}
+        self._ticket = 0
+        self._epoch = ph.job.epoch  # a job restart voids this run: it starts nothing more
 
     @property
     def attempts(self) -> int:
@@ -139,31 +185,49 @@ class _AsyncRun:
             self.launched += 1
 
     def _launch_batch(self, d: int) -> None:
-        ph, cfg = self.ph, self.cfg
-        sc = ph.cluster.scenario
-        per_group = self.r0 + cfg.extra_per_group
-        groups = self.workload.batch(d, self.p0 + cfg.extra_groups, per_group)
+        cfg = self.cfg
+        n = self.p0 + cfg.extra_groups
+        groups = self.workload.batch(d, n, self.r0 + cfg.extra_per_group)
         tasks = [g.task for g in groups for _ in g.response_tokens]
-        if sc.reward.by_task:
-            lat = ph.task_reward_latencies(d, tasks)
-        elif sc.reward.kind == "judge":
-            lat = [None] * len(tasks)
-        else:
-            lat = list(ph.reward_latencies(d, len(tasks)).tolist())
-        batch = _Batch(d, Scorer(ph, lat, None, self.caps))
+        batch = _Batch(d, Scorer(self.ph, self._latencies(d, tasks), None, self.caps), n)
         self.batches.append(batch)
-        slot = 0
+        self._dispatch(self._add_groups(batch, groups))
+        self._pump()
+
+    def _latencies(self, d: int, tasks: list[str | None]) -> list[float | None]:
+        """Reward latencies of batch d's launch slots, one per task in slot order (from the
+        reward stream: a longer list extends a shorter one)."""
+        ph = self.ph
+        sc = ph.cluster.scenario
+        if sc.reward.by_task:
+            return ph.task_reward_latencies(d, tasks)
+        if sc.reward.kind == "judge":
+            return [None] * len(tasks)
+        return list(ph.reward_latencies(d, len(tasks)).tolist())
+
+    def _add_groups(self, batch: _Batch, groups: list[PromptGroup]) -> list[_Group]:
+        """The batch's groups for `groups` (drawn prompts), with their samples in the next
+        launch slots; none started yet."""
+        slot = sum(len(g.slots) for g in batch.groups)
+        out = []
         for g in groups:
-            group = _Group(batch, g.prompt_id, g.prompt_tokens, g.task)
+            group = _Group(batch, g.prompt_id, g.prompt_tokens, g.task, g)
             batch.groups.append(group)
-            for j, out in enumerate(g.response_tokens):
-                s = _Slot(self.job, group, slot, out,
+            self.open_groups[group] = None
+            for j, resp in enumerate(g.response_tokens):
+                s = _Slot(self.job, group, slot, resp,
                           g.turns[j] if g.turns is not None else None,
                           g.reset_s[j] if g.reset_s is not None else 0.0)
                 s.on_finish, s.admit = self._on_finish, self._admit
-                self.job.attach_faults(s, (d, slot))  # recovery's hooks, if any
+                self.job.attach_faults(s, (batch.index, slot))  # recovery's hooks, if any
                 group.slots.append(s)
                 slot += 1
+            out.append(group)
+        return out
+
+    def _dispatch(self, groups: list[_Group]) -> None:
+        """Start the groups' samples (but those waiting for a replaced trajectory); with
+        env.instances, queue the trajectories (the caller then runs `_pump`)."""
         # Least-loaded dispatch of the whole batch from one heap of the engines' loads (a
         # scan of every engine per trajectory costs O(engines) each on large clusters);
         # a crashed engine (faults) takes nothing new.
@@ -172,21 +236,78 @@ class _AsyncRun:
             [(e.load, i) for i, e in enumerate(engines)]
         heapq.heapify(heap)
         per_prompt = self.cfg.routing == "per_prompt"
-        for group in batch.groups:
+        waiting = self._waiting
+        capped = self.instances is not None
+        for group in groups:
+            slots = [s for s in group.slots if s not in waiting] if waiting else group.slots
             if per_prompt:  # the whole group on one engine (ROLL's async RLVR [C])
                 load, i = heapq.heappop(heap)
-                heapq.heappush(heap, (load + len(group.slots), i))
-            for s in group.slots:
+                heapq.heappush(heap, (load + len(slots), i))
+            for s in slots:
+                if capped and s.turns is not None and len(self._queued) >= self._free:
+                    # Waits for an instance: its engine is the least-loaded one when it
+                    # starts (per_prompt: its group's).
+                    s.done = s.finished = False
+                    self._enqueue(s, engines[i] if per_prompt else None)
+                    continue
                 if not per_prompt:
                     load, i = heapq.heappop(heap)
                     heapq.heappush(heap, (load + 1, i))
+                if capped and s.turns is not None:  # an instance is free: the pump starts it
+                    s.done = s.finished = False
+                    self._enqueue(s, engines[i])
+                    continue
                 self._start(s, engines[i])
 
     def _start(self, s: _Slot, engine: RolloutEngine | None = None) -> None:
         """A fresh attempt on the current weights: reset the environment, then turn 0 on
-        `engine` (default: the least-loaded one when the turn is submitted)."""
-        s.done = False
+        `engine` (default: the least-loaded one when the turn is submitted); a trajectory
+        with env.instances once an instance is free for it."""
+        s.done = s.finished = False
+        if self.instances is not None and s.turns is not None:
+            self._enqueue(s, engine)
+            self._pump()
+            return
         s.start(self.published, engine)
+
+    # ------------------------------------------------------------------ env instances
+    def _enqueue(self, s: _Slot, engine: RolloutEngine | None) -> None:
+        """`s` waits for an environment instance, in launch order (batch, slot)."""
+        assert s not in self._queued and s not in self._holding, "queued twice"
+        self._ticket += 1
+        self._queued[s] = self._ticket
+        heapq.heappush(self._queue, (s.group.batch.index, s.slot, self._ticket, s, engine))
+
+    def _unqueue(self, s: _Slot) -> bool:
+        """Withdraw `s` if it waits for an instance (it never started: no attempt)."""
+        return self._queued.pop(s, None) is not None
+
+    def _release(self, s: _Slot, pump: bool = True) -> None:
+        """`s`'s trajectory is over (however it ended): its instance takes the next one."""
+        if s in self._holding:
+            self._holding.remove(s)
+            self._free += 1
+            if pump:
+                self._pump()
+
+    def _pump(self) -> None:
+        """Start waiting trajectories, first in launch order, while instances are free."""
+        if self.job.epoch != self._epoch:  # voided by a job restart: its slots never start
+            return
+        q, queued = self._queue, self._queued
+        while self._free and q:
+            _, _, ticket, s, engine = heapq.heappop(q)
+            if queued.get(s) != ticket:
+                continue  # withdrawn (cancelled, replaced)
+            del queued[s]
+            self._free -= 1
+            self._holding.add(s)
+            s.start(self.published, engine)
+
+    @property
+    def live_trajectories(self) -> int:
+        """Trajectories holding an environment instance now (env.instances set)."""
+        return len(self._holding)
 
     def _fresh(self, s: Rollout) -> bool:
         """Before each turn: an attempt that can no longer train within alpha starts over
@@ -195,6 +316,7 @@ class _AsyncRun:
             return True
         assert isinstance(s, _Slot)
         s.end("stale")
+        self._release(s, pump=False)  # its restart waits for an instance in launch order
         self._start(s)
         return False
 
@@ -202,8 +324,18 @@ class _AsyncRun:
         """A sample's last turn is done: score it (on the reward pool, or a judge)."""
         s = sample.rollout
         assert isinstance(s, _Slot)
-        attempt = s.attempt
         g = s.group
+        if g.replaced:  # a replaced group's trajectory, run to its end (ROLL: ignored)
+            s.end("stale")
+            self._release(s, pump=False)
+            nxt = self._handoff.pop(s, None)
+            if nxt is not None:  # its env takes the fresh group's episode
+                del self._waiting[nxt]
+                self._start(nxt)
+            self._pump()
+            return
+        s.finished = True
+        attempt = s.attempt
         scorer = g.batch.scorer
         end = scorer.submit(s.slot, g.prompt_id, g.task)
         if end is None:
@@ -220,9 +352,20 @@ class _AsyncRun:
         self._scored(*job)
 
     def _scored(self, s: _Slot, sample: Sample, attempt: int) -> None:
-        g = s.group
-        if attempt != s.attempt or g.closed:
+        if attempt != s.attempt:
             return  # cancelled or restarted while its reward ran
+        # Scored: the episode is over, its instance takes the next trajectory, once the
+        # samples this one makes redundant are cancelled (none of them starts just to stop).
+        self._release(s, pump=False)
+        self._keep(s, sample)
+        self._pump()
+
+    def _keep(self, s: _Slot, sample: Sample) -> None:
+        """A scored sample into its group: a complete group is ready for the trainer, its
+        redundant samples (and its batch's, when the batch is complete) cancelled."""
+        g = s.group
+        if g.closed:
+            return
         s.done = True
         g.scored.append(sample)
         if len(g.scored) < self.r0:
@@ -240,6 +383,7 @@ class _AsyncRun:
             for other_group in batch.groups:  # the batch's redundant groups
                 if not other_group.closed and not other_group.counted:
                     other_group.closed = True
+                    self.open_groups.pop(other_group, None)
                     for other in other_group.slots:
                         if not other.done:
                             self._cancel(other)
@@ -247,16 +391,27 @@ class _AsyncRun:
                             other.end("cancelled")  # scored, never needed
         _wake(self._trainer_wake)
 
-    @staticmethod
-    def _cancel(s: _Slot) -> None:
-        """Stop a redundant attempt: its request is aborted, its env callbacks lapse."""
+    def _cancel(self, s: _Slot) -> None:
+        """Stop a redundant attempt: its request is aborted, its env callbacks lapse (one
+        still waiting for a replaced trajectory or an instance will not start). Its
+        instance is freed; the caller starts the next trajectory (`_pump`)."""
+        if self._queued and self._unqueue(s):
+            return
+        if s.state is None:
+            del self._handoff[self._waiting.pop(s)]
+            return
         s.end("cancelled")
         s.cancel()
+        self._release(s, pump=False)
 
     # ------------------------------------------------------------------ weight update
     def publish(self, version: int) -> None:
-        """The engines now hold `version`: resume or drop what is in flight."""
+        """The engines now hold `version`: replace the over-age groups (replace_group),
+        then resume or drop what is in flight (ROLL's pause_sampling: gc, then abort_all,
+        generate_scheduler.py:552-556)."""
         self.published = version
+        if self.replace:
+            self._replace_over_age()
         if self.cfg.partial_rollout:
             for engine in self.ph.cluster.engines:
                 for req in engine.abort():
@@ -270,11 +425,82 @@ class _AsyncRun:
                     s.resume(req)
         _wake(self._producer_wake)
 
+    # ------------------------------------------------------------------ over-age groups
+    def _replace_over_age(self) -> None:
+        """Every group that can no longer train within alpha (an open attempt from before
+        the engines' version - alpha) is replaced by a fresh prompt: ROLL's ReplayBuffer.gc
+        at each weight update drops the prompts started <= step - ceil(alpha) whole,
+        roll/distributed/scheduler/generate_scheduler.py:400-433, and agentic's
+        GroupQueue.advance_step its expired groups, rollout_scheduler.py:274-292."""
+        floor = self.published - self.alpha
+        over: dict[_Batch, list[_Group]] = {}
+        for g in self.open_groups:
+            if any(s.is_open and s.version < floor for s in g.slots):
+                over.setdefault(g.batch, []).append(g)
+        for batch, groups in over.items():
+            self._replace(batch, groups, pump=False)
+        self._pump()  # once every over-age group is out: none of theirs starts now
+        if over:
+            self.ready = deque(g for g in self.ready if not g.replaced)
+
+    def _replace(self, batch: _Batch, old: list[_Group], pump: bool = True) -> None:
+        """Drop `old` (groups of `batch`) whole, and launch as many fresh prompts in their
+        places: the next prompts of the batch's step from the workload, as a new batch's
+        are drawn (ROLL polls its next dataset item for the freed slot,
+        generate_scheduler.py:245-268, 916). Recorded rollouts hold no other prompt: the
+        group's own recorded one is replayed (Workload.redraw)."""
+        per_group = self.r0 + self.cfg.extra_per_group
+        if self.workload.recorded_steps is not None:
+            fresh = [self.workload.redraw(g.source, per_group) for g in old]
+        else:
+            n = batch.drawn + len(old)
+            fresh = self.workload.batch(batch.index, n, per_group)[batch.drawn:]
+            batch.drawn = n
+        tasks = [s.task for g in batch.groups for s in g.slots]
+        tasks += [g.task for g in fresh for _ in g.response_tokens]
+        lat = batch.scorer.latencies_s
+        lat.extend(self._latencies(batch.index, tasks)[len(lat):])
+        new = self._add_groups(batch, fresh)
+        for g, ng in zip(old, new, strict=True):
+            g.closed = g.replaced = True
+            ng.counted = g.counted  # takes its place in the batch's P0 (or its redundancy)
+            del self.open_groups[g]
+            for s, ns in zip(g.slots, ng.slots, strict=True):
+                if self._queued and self._unqueue(s):  # waited for an instance: ns now does
+                    continue
+                if s.state is None:  # never started
+                    z = self._waiting.pop(s, None)
+                    if z is not None:  # it waited for a replaced trajectory: ns now does
+                        self._handoff[z] = ns
+                        self._waiting[ns] = z
+                    # else cancelled before it started (its group completed without it)
+                elif not s.is_open:  # ended (cancelled as redundant)
+                    continue
+                elif s.last > 0 and not s.finished:
+                    # A trajectory in flight runs to its end, as ROLL's env manager plays
+                    # its episode out (traj_env_manager.py:114-141; the rollout is then
+                    # ignored, rollout_scheduler.py:326-327); ns starts after it.
+                    self._handoff[s] = ns
+                    self._waiting[ns] = s
+                else:  # scored, being scored, or a single-turn request: aborted now
+                    s.end("stale")
+                    s.cancel()
+                    self._release(s, pump=False)
+        self.replaced += len(old)
+        self.ph.rec.instant(CONTROLLER, "decision", self.env.now, what="async_replace",
+                            published=self.published, batch=batch.index,
+                            replaced=[g.prompt_id for g in old],
+                            fresh=[g.prompt_id for g in new])
+        self._dispatch(new)
+        if pump:
+            self._pump()
+
     # ------------------------------------------------------------------ trainer
     def take(self, step: int) -> Generator[simpy.Event, Any, list[Sample]]:
         """The step's P0 groups of R0 samples: the oldest complete ones within alpha; a
-        group with an older sample is dropped and its prompt issued again. (The train
-        phase ends the samples it trains as trained.)"""
+        group with an older sample is dropped and its prompt issued again (reissue) or
+        replaced by a fresh one (replace_group). (The train phase ends the samples it trains
+        as trained.)"""
         floor = step - self.cfg.alpha
         taken: list[_Group] = []
         while len(taken) < self.p0:
@@ -282,6 +508,10 @@ class _AsyncRun:
                 g = self.ready.popleft()
                 if all(smp.version >= floor for smp in g.scored):
                     taken.append(g)
+                    self.open_groups.pop(g, None)
+                    continue
+                if self.replace:  # not reached: publish replaced it already
+                    self._replace(g.batch, [g])
                     continue
                 for s in g.slots:
                     if s.done:
@@ -324,10 +554,12 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
     yield from ph.run_steps(ph.cluster.scenario.steps, job.step, start=job.start)
     run = job.run
     voided = run.outcomes["voided"]
+    extra = {"voided": voided} if voided else {}
+    if run.replaced:  # only when any (records of runs without replacements unchanged)
+        extra["replaced_groups"] = run.replaced
     ph.rec.instant(CONTROLLER, "outcomes", ph.env.now, attempts=run.attempts,
                    trained=run.outcomes["trained"], stale=run.outcomes["stale"],
-                   cancelled=run.outcomes["cancelled"], leftover=run.leftover(),
-                   **({"voided": voided} if voided else {}))
+                   cancelled=run.outcomes["cancelled"], leftover=run.leftover(), **extra)
     ph.left(backlog=job.backlog)
 
 
@@ -355,7 +587,7 @@ class _AsyncJob:
         env = ph.env
         t0 = env.now
         before = Counter(run.outcomes)
-        resumed0 = run.resumed
+        resumed0, replaced0 = run.resumed, run.replaced
         samples: list[Sample] = yield ph.phase("gen", step, run.take(step),
                                                samples=run.p0 * run.r0, waiting=True)
         ph.rec.instant(CONTROLLER, "decision", env.now, step=step, what="async_batch",
@@ -369,10 +601,12 @@ class _AsyncJob:
         # after the last step it would only run once the run has ended.
         self.backlog = run.open_attempts()
         run.publish(step + 1)
+        replaced = run.replaced - replaced0
         ph.step_span(step, t0, samples=len(samples),
                      dropped_stale=run.outcomes["stale"] - before["stale"],
                      cancelled=run.outcomes["cancelled"] - before["cancelled"],
-                     resumed=run.resumed - resumed0, backlog=self.backlog)
+                     resumed=run.resumed - resumed0, backlog=self.backlog,
+                     **({"replaced": replaced} if replaced else {}))
 
 
 register(PolicySpec(ASYNC, run_async))  # capabilities: rlsim/config/policy_caps.py

@@ -10,6 +10,10 @@ long tail to a few long rounds so that most rounds are short:
 - Once the queue holds at least P0 prompts, the next step is a **long round**: the P0
   oldest queued prompts, R0 responses each, no over-provisioning; it waits for all of them.
 - Every step trains exactly P0 x R0 samples, all on-policy (staleness 0).
+- With `long_rounds: false` the prompts a short round did not finish are dropped, not
+  queued: every step is a short round. This is ROLL's redundant environments under sync
+  (num_env_groups and group_size above the batch, the first complete groups used, the
+  rest stopped: ROLL Flash A.2).
 - A response is a sample's whole life (`entities.rollout.Rollout`): a multi-turn sample
   runs its turns with environment steps between them, a prompt is done when R0 of its
   samples have finished their last turn, and an aborted sample is stopped between turns
@@ -131,10 +135,15 @@ def run_tail_batching(ph: Phases, workload: Workload) -> Generator[simpy.Event, 
         if planner is not None:
             planner.observe(step, preempted)
         if kind == "short":
-            queue.extend(workload.redraw(g, r0) for g in rnd.left)
+            left = [g.prompt_id for g in rnd.left]
+            if cfg.long_rounds:
+                queue.extend(workload.redraw(g, r0) for g in rnd.left)
+            # (`dropped` only without long rounds: the records of RollPacker's runs stay as
+            # they were)
+            fate = {"queued": left} if cfg.long_rounds else {"queued": [], "dropped": left}
             ph.rec.instant(CONTROLLER, "decision", ph.env.now, step=step, what="short_round",
                            queue=len(queue), trained=sorted({s.prompt_id for s in samples}),
-                           queued=[g.prompt_id for g in rnd.left])
+                           **fate)
         streamed: list[Sample] = []
         if stream is not None:
             # The streamed chunk in flight completes before the GPUs change hands.

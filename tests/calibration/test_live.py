@@ -356,7 +356,8 @@ def test_async_live_run_trains_every_sample_once_within_staleness() -> None:
     assert [line["step"] for line in lines] == [d for d in range(4) for _ in range(3)]
     assert result.iterations and result.gen_iterations >= len(result.iterations)
     assert policy_dict(result) == {"name": "async", "placement": "disaggregated",
-                                   "asynchronous": {"alpha": 1, "partial_rollout": True}}
+                                   "asynchronous": {"alpha": 1, "partial_rollout": True,
+                                                    "over_age": "reissue"}}
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,

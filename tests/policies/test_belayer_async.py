@@ -34,3 +34,15 @@ def test_the_belayer_scenarios_run_under_async(name: str) -> None:
     assert sum(x.attrs["resumed"] for x in result.recorder.spans if x.name == "step") > 0
     engine = by_kind["engine"]["recovery_s"]["mean"]
     assert (engine < 1.5) == name.endswith("belayer")
+
+
+def test_over_age_replacement_under_faults() -> None:
+    """A point of reports/belayer.md's sweep (seed 1, twice the failure rate) in which a
+    group completes while one of its redundant slots has never started (it waited for a
+    replaced trajectory) and is then replaced as over-age: the slot is simply not handed
+    on (it raised KeyError once)."""
+    res = simulate_file(HERE / "swe-qwen3-8b-baseline.yaml",
+                        ["seed=1", *ASYNC, "faults.scale=2"])
+    assert any(i.name == "decision" and i.attrs.get("what") == "async_replace"
+               for i in res.recorder.instants)
+    assert res.summary["attempts"]["trained"] == 10 * 16 * 8  # every step trains its batch

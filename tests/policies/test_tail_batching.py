@@ -54,6 +54,25 @@ def test_over_provisioning_aborts_and_queues():
     assert any(d.attrs["what"] == "long_round" for d in _decisions(res))
 
 
+def test_without_long_rounds_unfinished_prompts_are_dropped():
+    """long_rounds: false is ROLL's redundant environments under sync: every step a short
+    round of P0 x R0 trained samples, the prompts not done dropped, never trained later."""
+    res = _run(steps=6, workload__prompts_per_step=8, workload__samples_per_prompt=4,
+               workload__response_len={"dist": "lognormal", "median": 300, "sigma": 1.2},
+               policy={"name": "tail_batching", "tail_batching": {
+                   "eta_p": 1.5, "eta_r": 1.5, "long_rounds": False}})
+    decisions = _decisions(res)
+    assert [d.attrs["what"] for d in decisions] == ["short_round"] * 6
+    trained: set[int] = set()
+    for d in decisions:
+        assert len(d.attrs["trained"]) == 8 and d.attrs["queued"] == []
+        assert len(d.attrs["dropped"]) == 4  # ceil(1.5 x 8) = 12 launched, 8 done
+        assert not trained & set(d.attrs["trained"])
+        trained |= set(d.attrs["trained"])
+    dropped = {p for d in decisions for p in d.attrs["dropped"]}
+    assert not dropped & trained
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     prompts=st.integers(1, 8),
