@@ -29,6 +29,18 @@ def assert_one_outcome_each(out: dict[str, int]) -> None:
         out["leftover"]
 
 
+def assert_steps_within_alpha(res, steps: int, batch: int, alpha: int) -> None:
+    """Every step trained its whole batch, no sample more than alpha versions old, and each
+    batch launched on weights within alpha of its step."""
+    trains = sorted((s for s in res.recorder.spans if s.name == "train"
+                     and s.track == "controller"), key=lambda s: s.attrs["step"])
+    assert len(trains) == steps
+    assert all(t.attrs["samples"] == batch for t in trains)
+    assert all(t.attrs["staleness_max"] <= alpha for t in trains)
+    for b in _decisions(res, "async_batch"):
+        assert all(b["step"] - alpha <= v <= b["step"] for v in b["versions"])
+
+
 def _over_age(how: str, alpha: int = 1, partial: bool = True, extra_groups: int = 0,
               extra_per_group: int = 0, **changes):
     kw = {**SLOW, **changes}
@@ -160,13 +172,7 @@ def test_staleness_bound_and_one_outcome_per_attempt(how, alpha, partial, prompt
                     policy__asynchronous__routing=routing,
                     **({"workload__agentic": AGENTIC, "env": {"workers": 4}}
                        if agentic else {}))
-    trains = sorted((s for s in res.recorder.spans if s.name == "train"
-                     and s.track == "controller"), key=lambda s: s.attrs["step"])
-    assert len(trains) == steps
-    assert all(t.attrs["samples"] == prompts * samples for t in trains)
-    assert all(t.attrs["staleness_max"] <= alpha for t in trains)
-    for b in _decisions(res, "async_batch"):
-        assert all(b["step"] - alpha <= v <= b["step"] for v in b["versions"])
+    assert_steps_within_alpha(res, steps, prompts * samples, alpha)
     trained = _trained_prompts(res)
     assert all(n <= samples for n in trained.values())
     replaced = [p for r in _decisions(res, "async_replace") for p in r["replaced"]]

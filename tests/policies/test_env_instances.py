@@ -17,6 +17,7 @@ from tests.policies.test_async_over_age import (
     _outcomes,
     _over_age,
     assert_one_outcome_each,
+    assert_steps_within_alpha,
 )
 
 
@@ -131,13 +132,7 @@ def test_staleness_bound_and_one_outcome_per_attempt_with_the_cap(
                                                 "sigma": sigma},
                         policy__asynchronous__routing=routing, workload__agentic=AGENTIC,
                         env={"workers": 4, "instances": cap})
-    trains = sorted((s for s in res.recorder.spans if s.name == "train"
-                     and s.track == "controller"), key=lambda s: s.attrs["step"])
-    assert len(trains) == steps
-    assert all(t.attrs["samples"] == prompts * samples for t in trains)
-    assert all(t.attrs["staleness_max"] <= alpha for t in trains)
-    for b in _decisions(res, "async_batch"):
-        assert all(b["step"] - alpha <= v <= b["step"] for v in b["versions"])
+    assert_steps_within_alpha(res, steps, prompts * samples, alpha)
     out = _outcomes(res)
     assert out["trained"] == steps * prompts * samples
     assert_one_outcome_each(out)
