@@ -206,17 +206,25 @@ class Phases:
                 any(g.turns is not None for g in groups):
             return (yield from self._gen_batched(step, groups, version))
         t0 = self.env.now
+        samples, times = yield from self.run_batch(groups, version, fault_step=step)
+        self.record_responses(step, t0, samples, times)
+        return samples
+
+    def run_batch(self, groups: Sequence[PromptGroup], version: int,
+                  fault_step: int | None = None,
+                  ) -> Generator[simpy.Event, Any, tuple[list[Sample], list[float]]]:
+        """Batch rollout: the groups' samples in contiguous chunks, one per engine, until
+        every one has finished; (samples, their arrival times), in arrival order. Every
+        first turn is numbered at launch, in launch order; a sample's turns keep the engine
+        its first turn is dispatched to. `fault_step`: as `rollouts`."""
         barrier = Barrier(self.env, sum(len(g.response_tokens) for g in groups))
-        # Every first turn is numbered at launch, in launch order; a sample's turns keep
-        # the engine its first turn is dispatched to.
-        rollouts = self.rollouts(groups, barrier.arrive, reserve=True, fault_step=step)
+        rollouts = self.rollouts(groups, barrier.arrive, reserve=True, fault_step=fault_step)
         for engine, chunk in self.engine_chunks(rollouts):
             for r in chunk:
                 r.start(version, engine)
         samples: list[Sample] = yield barrier.done
         release(rollouts)
-        self.record_responses(step, t0, samples, barrier.times)
-        return samples
+        return samples, barrier.times
 
     def _gen_batched(self, step: int, groups: Sequence[PromptGroup],
                      version: int) -> Generator[simpy.Event, Any, list[Sample]]:
@@ -231,11 +239,7 @@ class Phases:
                 r.start(version, engine, held=True)
         resetting = [r for r in rollouts if r.reset_s > 0]
         if resetting:
-            resets = Barrier(env, len(resetting))
-            for r in resetting:
-                r.after_env = resets.arrive
-                r.reset()
-            yield resets.done
+            yield self._held_env(resetting, Rollout.reset)
         out: list[Sample] = []
         times: list[float] = []
         active = rollouts
@@ -253,15 +257,21 @@ class Phases:
                 else:
                     going.append(item)
             if going:
-                steps = Barrier(env, len(going))
-                for r in going:
-                    r.after_env = steps.arrive
-                    r.env_step()
-                yield steps.done
+                yield self._held_env(going, Rollout.env_step)
             active = sorted(going, key=_slot)
         release(rollouts)
         self.record_responses(step, t0, out, times)
         return out
+
+    def _held_env(self, rollouts: list[Rollout],
+                  run: Callable[[Rollout], None]) -> simpy.Event:
+        """Lock-step: `run` (the reset, or the environment step after the turn) of every
+        held rollout; the event fires when all have run."""
+        barrier = Barrier(self.env, len(rollouts))
+        for r in rollouts:
+            r.after_env = barrier.arrive
+            run(r)
+        return barrier.done
 
     def engine_chunks(self, items: Sequence[_T]) -> list[tuple[RolloutEngine, Sequence[_T]]]:
         """veRL's dispatch: the batch in equal contiguous chunks, one per engine, so the

@@ -32,7 +32,6 @@ import simpy
 from rlsim.config.policy_caps import SYNC
 from rlsim.config.scenario import ScheduleConfig
 from rlsim.config.streams import rng
-from rlsim.entities.barrier import Barrier
 from rlsim.entities.rollout import Rollout, Sample, release
 from rlsim.policies.phases import Phases
 from rlsim.policies.registry import PolicySpec, register
@@ -129,16 +128,10 @@ def _batch_rounds(ph: Phases, prompts: _Prompts, step: int,
     job = ph.job
     while len(passed) < b:
         groups = [prompts[rounds * b + i] for i in range(b)]
-        barrier = Barrier(ph.env, sum(len(g.response_tokens) for g in groups))
-        rollouts = ph.rollouts(groups, barrier.arrive, reserve=True)
-        for engine, chunk in ph.engine_chunks(rollouts):
-            for r in chunk:
-                r.start(step, engine)
-        done: list[Sample] = yield barrier.done
-        release(rollouts)
+        done, arrived = yield from ph.run_batch(groups, step)
         by_prompt: dict[int, tuple[list[Sample], list[float]]] = {
             g.prompt_id: ([], []) for g in groups}
-        for s, at in zip(done, barrier.times, strict=True):
+        for s, at in zip(done, arrived, strict=True):
             entry = by_prompt[s.prompt_id]
             entry[0].append(s)
             entry[1].append(at)
