@@ -23,8 +23,46 @@ from rlsim.config.scenario import (
     known_model,
     unique_pools,
 )
-from rlsim.config.units import BytesPerSecond, Seconds
+from rlsim.config.units import Bytes, BytesPerSecond, Seconds
 from rlsim.config.workload import WorkloadConfig
+
+
+class SwitchConfig(Frozen):
+    """Measured start times of a job's phases on one node.
+
+    A field left unset keeps rlsim's cost-model value (fleet/profile.py: `model_constants`)."""
+
+    rollout_cold: Seconds | None = Field(
+        default=None, ge=0,
+        description="Cold start of the rollout phase on a node (engine start-up and the "
+        "checkpoint read), e.g. '38.8 s' for Qwen2.5-7B on 8 H20 [P Weave Fig. 4].")
+    rollout_warm: Seconds | None = Field(
+        default=None, ge=0,
+        description="Warm start of the rollout phase (weights from host DRAM), e.g. '0.9 s' "
+        "[P Weave Fig. 4].")
+    train_cold: Seconds | None = Field(
+        default=None, ge=0,
+        description="Cold start of the training phase on a node, e.g. '32.7 s' for "
+        "Qwen2.5-7B on 8 H800 [P Weave Fig. 4].")
+    train_warm: Seconds | None = Field(
+        default=None, ge=0,
+        description="Warm start of the training phase (state from host DRAM), e.g. '4.1 s' "
+        "[P Weave Fig. 4].")
+
+
+class HostFootprintConfig(Frozen):
+    """Host DRAM a job keeps resident on each node of its pools.
+
+    What bounds the jobs sharing a node; a field left unset keeps rlsim's cost-model value."""
+
+    rollout: Bytes | None = Field(
+        default=None, gt=0,
+        description="Per rollout node, e.g. '275.7 GB' for Qwen2.5-7B on 8 H20 "
+        "[P Weave Table 2].")
+    train: Bytes | None = Field(
+        default=None, gt=0,
+        description="Per train node, e.g. '240.0 GB' for Qwen2.5-7B on 8 H800 "
+        "[P Weave Table 2].")
 
 
 class JobConfig(Frozen):
@@ -51,6 +89,15 @@ class JobConfig(Frozen):
         "(whole nodes).")
     reward: RewardConfig = Field(default=RewardConfig(), description="Reward computation.")
     workload: WorkloadConfig = Field(description="Prompts and lengths of each iteration.")
+    switch: SwitchConfig | None = Field(
+        default=None,
+        description="Measured cold and warm start times per phase and node (`rollout_cold`, "
+        "`rollout_warm`, `train_cold`, `train_warm`) [P Weave Fig. 4]; unset fields keep "
+        "rlsim's cost-model value.")
+    host_footprint: HostFootprintConfig | None = Field(
+        default=None,
+        description="Measured host DRAM per node while the job sleeps (`rollout`, `train`) "
+        "[P Weave Table 2]; unset fields keep rlsim's cost-model value.")
 
     @field_validator("model")
     @classmethod
@@ -71,13 +118,24 @@ class JobConfig(Frozen):
 class CrossLinkConfig(Frozen):
     """The slow cross-cluster link and the rollout cluster's fabric a weight sync crosses.
 
-    RollMux's two-stage, topology-aware sync: one copy over the slow link in shards, then a
-    broadcast inside the rollout cluster."""
+    RollMux's two-stage, topology-aware sync [P Weave 5.2]: every training GPU sends a
+    disjoint shard of one model copy to a rollout GPU over its own point-to-point stream,
+    and the receiving GPUs pass their shards on inside the rollout cluster as they arrive
+    (pipelined). The paper's "20 Gbps Ethernet link" [P Weave 6.1] is read as each GPU's
+    stream: one copy of a 7B model (15.2 GB) synced 8 H800 -> 8 H20 in 0.9 s [P Weave
+    Fig. 13] needs at least 135 Gb/s, which one 20 Gb/s link per node or per cluster cannot
+    carry (docs/fleet.md)."""
 
-    bandwidth_per_node: BytesPerSecond = Field(
+    bandwidth_per_gpu: BytesPerSecond = Field(
         default=20e9 / 8, gt=0,
-        description="Cross-cluster bandwidth of one train node, e.g. '20 Gb/s' [P Weave 6.1]; "
-        "a sync's shards leave all of a job's train nodes in parallel.")
+        description="Cross-cluster bandwidth of one GPU's stream, e.g. '20 Gb/s' "
+        "[P Weave 6.1]; a sync uses as many parallel streams as the smaller side (train or "
+        "rollout) of the job has GPUs.")
+    bandwidth_per_node: BytesPerSecond | None = Field(
+        default=None, gt=0,
+        description="Optional cap on one node's cross-cluster traffic (all its GPUs' "
+        "streams together); none: no cap. '20 Gb/s' here reproduces rlsim's earlier "
+        "reading of the paper's link as one 20 Gb/s link per node.")
     fabric_bandwidth: BytesPerSecond = Field(
         default=400e9 / 8, gt=0,
         description="Per-GPU bandwidth inside the rollout cluster for the second-stage "
@@ -92,22 +150,25 @@ class MultiplexConfig(Frozen):
         default="rollmux",
         description="Inter-group scheduler: `rollmux` (least marginal $/h among placements "
         "that keep every job's SLO and the residency limit), or the naive baselines `greedy` "
-        "(the group whose nodes are least loaded, SLO unchecked) and `random` (a random group "
-        "with room, SLO unchecked).")
+        "(the group whose nodes are least loaded, SLO unchecked) and `random` (uniformly one "
+        "of the groups with room or a new group, as the paper's Random [P Weave 6.5]; SLO "
+        "unchecked).")
     max_jobs_per_group: int = Field(
         default=5, gt=0, description="Most jobs in one group ([P]: |J_G| below ten; 2-5 used).")
     slo_check: Literal["worst", "worst_and_mean"] = Field(
-        default="worst_and_mean",
-        description="Profiles the SLO check uses: `worst` is the paper's (every response at "
-        "the max length); `worst_and_mean` also checks the group scheduled with each job's "
-        "longest profiled phases against its mean solo iteration, since a job whose real "
-        "phases are much shorter than its worst case can miss its SLO against its real "
-        "solo time.")
+        default="worst",
+        description="Profiles the SLO check uses. `worst` is the paper's [P Weave 4.2]: every "
+        "response at the max length (each turn's, for multi-turn jobs), the group's "
+        "meta-iteration replayed with these worst-case phases against each job's worst-case "
+        "solo iteration. `worst_and_mean` (rlsim's addition) also replays the group with "
+        "each job's longest phases of a separately profiled typical run against its mean "
+        "solo iteration, since a job whose real phases are much shorter than its worst case "
+        "can miss its SLO against its real solo time.")
     slo_margin: float = Field(
         default=0.01, ge=0, lt=1,
-        description="Slowdown the typical-case check keeps in reserve below each SLO: the "
-        "run draws a job's iterations at random from its profile, so its neighbours' phases "
-        "line up differently from the estimate's replay.")
+        description="Under `worst_and_mean`: slowdown the typical-case check keeps in reserve "
+        "below each SLO, since the run's iterations line up differently from the check's "
+        "replay.")
     migration: bool = Field(
         default=True,
         description="Long-tail migration: once `migration_threshold` of a rollout's responses "
@@ -178,9 +239,11 @@ class FleetScenario(Frozen):
     link: CrossLinkConfig = Field(default=CrossLinkConfig(), description="Weight-sync path.")
     policy: FleetPolicyConfig = Field(default=FleetPolicyConfig(), description="Fleet policy.")
     profile_steps: int = Field(
-        default=4, gt=0,
+        default=8, gt=0,
         description="Iterations each distinct job shape is simulated alone (single-job sync "
-        "model) to get its phase-time profile; its iterations draw from these.")
+        "model, a seed stream of its own) for the run: each of its iterations is one of "
+        "these, drawn at random. Admission never sees them: it profiles the worst case "
+        "(and, under `worst_and_mean`, a typical run) separately.")
     templates: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Named partial jobs that `jobs[].template` and trace rows start from (in "

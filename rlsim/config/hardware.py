@@ -331,7 +331,8 @@ class ModelSpec(BaseModel):
 # 32 GB/s (A100). GB200's host link is NVLink-C2C to Grace, 900 GB/s both directions per
 # superchip shared by its two GPUs: 225 GB/s per GPU per direction. Network: one 400 Gb/s
 # NIC per GPU (ConnectX-7 in HGX B200, GB200 NVL72 compute trays, MI300X platforms).
-# Prices: H800 : H20 = 2.85 : 1 [P RollMux]; the others are typical cloud list prices [S],
+# Prices: H20 $1.85 and H800 $5.28 per GPU-hour [P Weave Table 1] (H800 : H20 = 2.85 : 1,
+# [P Weave 6.1]); the others are typical cloud list prices [S],
 # documented defaults that a pool's `usd_per_gpu_hour` overrides: H100/H200/A100 2025;
 # B200 $6.03 and GB200 $9.08 per superchip (two GPUs: $4.54 per GPU), Spheron on-demand,
 # 17 March 2026 (spheron.network/blog/nvidia-h200-vs-b200-vs-gb200); MI300X $1.85, Vultr
@@ -344,10 +345,10 @@ GPUS: dict[str, GpuSpec] = {
                 network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=3.0),
         GpuSpec(name="H800", bf16_tflops=989, fp8_tflops=1979, hbm="81559 MiB",
                 hbm_bandwidth="3.35 TB/s", nvlink_bandwidth="400 GB/s", pcie_bandwidth="64 GB/s",
-                network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=2.85),
+                network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=5.28),
         GpuSpec(name="H20", bf16_tflops=148, fp8_tflops=296, hbm="97871 MiB",
                 hbm_bandwidth="4.0 TB/s", nvlink_bandwidth="900 GB/s", pcie_bandwidth="64 GB/s",
-                network_bandwidth="400 Gb/s", sm_count=78, usd_per_gpu_hour=1.0),
+                network_bandwidth="400 Gb/s", sm_count=78, usd_per_gpu_hour=1.85),
         GpuSpec(name="H200", bf16_tflops=989, fp8_tflops=1979, hbm="143771 MiB",
                 hbm_bandwidth="4.8 TB/s", nvlink_bandwidth="900 GB/s", pcie_bandwidth="64 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=132, usd_per_gpu_hour=3.8),

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.config.fleet import FleetScenario
-from rlsim.fleet.profile import JobProfile, Profiler
+from rlsim.fleet.profile import (
+    JobConstants,
+    JobProfile,
+    Profiler,
+    flat_sync_s,
+    job_constants,
+    model_constants,
+    sync_s,
+)
 from rlsim.fleet.runtime import FleetRun
 from rlsim.fleet.summary import summarize_fleet
 from rlsim.trace import Recorder
@@ -40,9 +48,16 @@ def profile_jobs(scenario: FleetScenario, base_dir: Path | None = None,
 
 def simulate_fleet(scenario: FleetScenario, base_dir: Path | None = None,
                    profiles: dict[str, JobProfile] | None = None) -> FleetResult:
-    """Simulate `scenario` under its fleet policy."""
+    """Simulate `scenario` under its fleet policy (with `profiles` lent by another fleet of
+    the same jobs, if given; what this fleet's admission needs beyond them is profiled)."""
     wall0 = time.perf_counter()
-    profiles = profiles or profile_jobs(scenario, base_dir)
+    if not profiles:
+        profiles = profile_jobs(scenario, base_dir)
+    elif scenario.policy.multiplex.slo_check == "worst_and_mean" and any(
+            not p.adm_roll_s for p in profiles.values()):
+        # profiles lent by a fleet whose admission did not need the typical run
+        prof = Profiler(scenario, base_dir or Path.cwd())
+        profiles = {j.name: prof.complete(j, profiles[j.name]) for j in scenario.jobs}
     recorder = Recorder()
     run = FleetRun(scenario, profiles, recorder)
     run.run()
@@ -51,4 +66,5 @@ def simulate_fleet(scenario: FleetScenario, base_dir: Path | None = None,
     return FleetResult(scenario, profiles, recorder, summary)
 
 
-__all__ = ["FleetResult", "JobProfile", "profile_jobs", "simulate_fleet"]
+__all__ = ["FleetResult", "JobConstants", "JobProfile", "flat_sync_s", "job_constants",
+           "model_constants", "profile_jobs", "simulate_fleet", "sync_s"]

@@ -44,14 +44,17 @@ class Demand:
     host_train_bytes: float
     slo: float
     roll_seq: tuple[float, ...] = ()
-    """The profiled rollouts (the typical-case check schedules the longest)."""
+    """The rollouts of the admission's typical run (`worst_and_mean`'s check schedules the
+    longest; empty under the paper's `worst` check, where the means are the worst case)."""
     train_seq: tuple[float, ...] = ()
     solo_jct_s: float = 0.0
     """The whole run alone (0: unknown); later jobs' cold starts are charged against it."""
     cold_roll_s: float = 0.0
     cold_train_s: float = 0.0
     tail_at: float = 1.0
-    """Mean share of a rollout done at its migration point (1: the job never migrates)."""
+    """Mean share of a typical rollout done at its migration point (1: never migrates)."""
+    tail_at_worst: float = 1.0
+    """The same of a worst-case rollout (what the worst-case replay uses)."""
     tail_fraction: float = 1.0
     tail_stretch: float = 1.0
     migration_s: float = 0.0
@@ -64,8 +67,8 @@ class Demand:
 
     def phases_s(self, worst: bool) -> tuple[float, float]:
         """(rollout, train) seconds the co-execution estimate schedules: the worst case, or
-        the longest profiled phases (so the estimate covers the iterations the run draws,
-        whose order it cannot know)."""
+        the longest phases of the admission's typical run (so the estimate covers
+        iterations like the ones the run draws, whose order it cannot know)."""
         if worst:
             return self.roll_worst_s, self.train_worst_s
         return self._longest
@@ -374,7 +377,8 @@ class GroupScheduler:
         return CycleJob(d.name, tuple(("roll", n) for n in m.roll),
                         tuple(("train", n) for n in m.train),
                         *d.phases_s(worst),
-                        d.sync_s, d.warm_roll_s, d.warm_train_s, d.tail_at,
+                        d.sync_s, d.warm_roll_s, d.warm_train_s,
+                        d.tail_at_worst if worst else d.tail_at,
                         d.tail_fraction, d.tail_stretch, d.migration_s)
 
     def _mem_ok(self, role: str, node: int, d: Demand) -> bool:
@@ -466,9 +470,16 @@ class GroupScheduler:
                     return p
             return new
         options = [p for g in groups for p, _ in self._in_group(g, d)]
+        if self.mode == "random":
+            # the paper's Random [P Weave 6.5]: "a random group (or a new one) that can
+            # accommodate them"; within the group, one of its offers at random
+            gids = sorted({p.gid for p in options})
+            pick = int(self.rng.integers(len(gids) + 1))
+            if pick == len(gids):
+                return self._new_group(d)
+            offers = [p for p in options if p.gid == gids[pick]]
+            return offers[int(self.rng.integers(len(offers)))]
         if options:
-            if self.mode == "random":
-                return options[int(self.rng.integers(len(options)))]
 
             # greedy: the group whose busiest node has the most idle time in its cycle
             def busy_share(p: Placement) -> float:

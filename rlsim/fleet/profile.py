@@ -1,19 +1,27 @@
 """Job profiles: what one RL job's phases cost, from rlsim's own single-job model.
 
-Owns turning a `JobConfig` into a `JobProfile`: the job is simulated alone with the `sync`
-policy for `profile_steps` iterations (disaggregated on its rollout and train nodes: rollout
-and train phase times, and when `migration_threshold` of each rollout's responses were done;
-colocated on its train nodes: veRL's whole iteration), once more with every response at the
-max length (RollMux's worst-case admission profile), and priced for switches (warm start
-from host memory, cold start from storage), host-memory residency and the two-stage weight
-sync. Jobs with the same shape share one profile (and one set of simulations).
+Owns turning a `JobConfig` into a `JobProfile`. The job is simulated alone with the `sync`
+policy, each simulation on a seed stream of its own so that the run and the admission check
+never see the same iterations:
+- the run's iterations: `profile_steps` iterations disaggregated on its rollout and train
+  nodes (rollout and train phase times, and when `migration_threshold` of each rollout's
+  responses were done) and, on the same draws, colocated on its train nodes (veRL's whole
+  iteration); the fleet run draws each of a job's iterations from these;
+- the admission's worst case [P Weave 4.2, 5]: every response at the max length (for a
+  multi-turn job, every turn's response at the per-turn max, its turns drawn as the
+  workload draws them), `WORST_STEPS` iterations, the longest phases kept;
+- under `slo_check: worst_and_mean` only, a typical run of its own for rlsim's added check.
+Switches (warm start from host memory, cold start from storage), host-memory residency and
+the two-stage weight sync are priced from the same cost models (`model_constants`), unless
+the job gives measured values (`switch`, `host_footprint`). Jobs with the same shape share
+one profile (and one set of simulations).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +31,18 @@ from rlsim.api import simulate
 from rlsim.config.fleet import CrossLinkConfig, FleetScenario, JobConfig
 from rlsim.config.loading import scenario_from_dict
 from rlsim.config.scenario import Scenario
+from rlsim.config.streams import stream
 from rlsim.entities.cluster import cost_models
 from rlsim.trace import Recorder
 
 ROLLOUT_PHASES = ("gen", "env", "reward")
 # The single controller's per-step work sits between reward and the trainer's passes.
 TRAIN_PHASES = ("controller", "ref", "train")
+WORST_STEPS = 2
+"""Iterations of the worst-case profile. The paper's profiler is a one-shot timing pass at
+the max token limit [P Weave 5]; with every length fixed only the prompts (and a multi-turn
+job's turn counts) differ between passes, and a second pass, the longer kept, guards
+against one short draw."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +50,7 @@ class JobProfile:
     """Phase costs of one job shape, in seconds (bytes for host memory)."""
 
     roll_s: tuple[float, ...]
-    """Rollout phase (generation, environment, reward) of each profiled iteration."""
+    """Rollout phase (generation, environment, reward) of each of the run's iterations."""
     tail_at: tuple[float, ...]
     """Fraction of each rollout phase elapsed when the migration threshold of its responses
     were done."""
@@ -45,6 +59,7 @@ class JobProfile:
     coloc_s: tuple[float, ...]
     """A whole colocated iteration on the job's train nodes (veRL), switches included."""
     roll_worst_s: float
+    """Admission's worst-case rollout phase (every response at the max length)."""
     train_worst_s: float
     sync_s: float
     """Two-stage weight sync: one copy over the cross-cluster link in parallel shards, then a
@@ -63,6 +78,13 @@ class JobProfile:
     tail_stretch: float = 1.0
     """How much slower the stragglers decode once migrated onto that share (more sequences
     per engine: each iteration reads more KV)."""
+    tail_at_worst: float = 1.0
+    """Mean share of a worst-case rollout done at its migration point (what admission
+    replays)."""
+    adm_roll_s: tuple[float, ...] = ()
+    """`worst_and_mean` only: rollouts of the admission's own typical run (empty otherwise)."""
+    adm_train_s: tuple[float, ...] = ()
+    adm_tail_at: tuple[float, ...] = ()
 
     @property
     def iter_mean_s(self) -> float:
@@ -81,13 +103,33 @@ class JobProfile:
         return float(np.mean(self.train_s))
 
 
+@dataclass(frozen=True)
+class JobConstants:
+    """A job's per-node switch costs (seconds), host-memory residency (bytes) and the bytes a
+    weight sync moves, as rlsim's cost models price them or as measured (`switch`,
+    `host_footprint`)."""
+
+    cold_roll_s: float
+    warm_roll_s: float
+    cold_train_s: float
+    warm_train_s: float
+    host_roll_bytes: float
+    host_train_bytes: float
+    weight_bytes: float
+
+
 def _shape(job: JobConfig) -> dict[str, Any]:
     return job.model_dump(mode="json", include={"model", "rollout", "train", "reward",
                                                 "workload"})
 
 
-def _single_job(fleet: FleetScenario, job: JobConfig, *, colocated: bool,
-                worst: bool) -> dict[str, Any]:
+def _seed(fleet: FleetScenario, name: str) -> int:
+    """The single-job seed of one profiling stream (run, worst case, admission typical)."""
+    return int(stream(fleet.seed, name).generate_state(1)[0])
+
+
+def _single_job(fleet: FleetScenario, job: JobConfig, *, colocated: bool = False,
+                worst: bool = False, seed: int = 0, steps: int = 1) -> dict[str, Any]:
     """The single-job scenario mapping that runs `job` alone."""
     shape = _shape(job)
     rpool = fleet.pool(job.rollout.pool).model_dump(mode="json")
@@ -105,15 +147,57 @@ def _single_job(fleet: FleetScenario, job: JobConfig, *, colocated: bool,
         placement = "disaggregated"
     workload = dict(shape["workload"])
     reward = dict(shape["reward"])
-    if worst and workload.get("agentic") is None:
-        # RollMux's profiler: every response reaches the max token limit.
+    if worst:
+        # RollMux's profiler: every response reaches the max token limit [P Weave 4.2]; a
+        # multi-turn job's limit is per turn [P Weave Table 3], and its turn count is the
+        # environment's, so turns are drawn as the workload draws them (docs/fleet.md)
         workload.update(response_len={"dist": "fixed", "value": workload["max_response_len"]},
                         tasks=None, trace=None)
         reward["by_task"] = {}
-    return {"name": f"{job.name}-profile", "seed": fleet.seed, "steps": fleet.profile_steps,
+    return {"name": f"{job.name}-profile", "seed": seed, "steps": steps,
             "model": shape["model"], "pools": pools, "rollout": rollout, "train": train,
             "reward": reward, "workload": workload,
             "policy": {"name": "sync", "placement": placement}}
+
+
+def model_constants(fleet: FleetScenario, job: JobConfig,
+                    base_dir: Path | None = None) -> JobConstants:
+    """`job`'s switch costs, residency and synced bytes from rlsim's cost models alone (no
+    simulation, measured overrides ignored). A warm start reloads the per-GPU state from
+    host memory over PCIe (rollout: the weight shard; training: the previous job's
+    resident state out and this job's in); a cold start adds the fixed runtime start-up
+    and reads the checkpoint from storage. Host memory per node is the per-GPU state times
+    the GPUs of a node."""
+    data = _single_job(fleet, job)
+    scenario, _ = scenario_from_dict(data, None, base_dir or Path.cwd(), f"job {job.name}")
+    costs = cost_models(scenario)  # the priced models alone: no cluster, no SimPy
+    ecost, tcost = costs.engine_cost, costs.train_cost
+    tprof = tcost.profile
+    weight_bytes = tcost.weight_bytes()
+    return JobConstants(
+        cold_roll_s=ecost.cold_start_s(), warm_roll_s=ecost.warm_start_s(),
+        cold_train_s=tprof.engine_cold_start_s
+        + weight_bytes / tprof.checkpoint_load_bandwidth_bytes_per_s,
+        warm_train_s=tprof.engine_warm_start_base_s + tcost.offload_s() + tcost.reload_s(),
+        host_roll_bytes=ecost.weight_bytes_per_gpu() * fleet.pool(job.rollout.pool).node_size,
+        host_train_bytes=tcost.state_bytes_per_gpu() * fleet.pool(job.train.pool).node_size,
+        weight_bytes=weight_bytes)
+
+
+def job_constants(fleet: FleetScenario, job: JobConfig,
+                  base_dir: Path | None = None) -> JobConstants:
+    """`model_constants` with the job's measured `switch` and `host_footprint` in place of
+    the cost model's values they set."""
+    c = model_constants(fleet, job, base_dir)
+    given: dict[str, float | None] = {}
+    if job.switch is not None:
+        sw = job.switch
+        given.update(cold_roll_s=sw.rollout_cold, warm_roll_s=sw.rollout_warm,
+                     cold_train_s=sw.train_cold, warm_train_s=sw.train_warm)
+    if job.host_footprint is not None:
+        given.update(host_roll_bytes=job.host_footprint.rollout,
+                     host_train_bytes=job.host_footprint.train)
+    return replace(c, **{k: v for k, v in given.items() if v is not None})
 
 
 def _phase_times(rec: Recorder, steps: int, names: tuple[str, ...]) -> list[float]:
@@ -136,14 +220,40 @@ def _tail_at(rec: Recorder, roll: list[float], threshold: float) -> list[float]:
     return out
 
 
-def sync_s(weight_bytes: float, train_nodes: int, rollout_nodes: int,
+def _cross_bandwidth(train: tuple[int, int], rollout: tuple[int, int],
+                     link: CrossLinkConfig) -> float:
+    """Bytes per second the slow link carries for one job: one stream per GPU on the smaller
+    side, each node's streams within its `bandwidth_per_node` cap (if any). `train` and
+    `rollout` are (nodes, GPUs per node)."""
+    cap = link.bandwidth_per_node if link.bandwidth_per_node is not None else math.inf
+
+    def side(nodes: int, per_node: int) -> float:
+        return nodes * min(per_node * link.bandwidth_per_gpu, cap)
+
+    return min(side(*train), side(*rollout))
+
+
+def sync_s(weight_bytes: float, train: tuple[int, int], rollout: tuple[int, int],
            link: CrossLinkConfig) -> float:
-    """Topology-aware sync: shards cross the slow link from every train node in parallel
-    (one model copy in all), then a pipelined broadcast inside the rollout cluster."""
-    lanes = max(1, min(train_nodes, rollout_nodes))
-    cross = weight_bytes / (link.bandwidth_per_node * lanes)
-    fabric = weight_bytes / link.fabric_bandwidth if rollout_nodes else 0.0
-    return cross + fabric + 2 * link.latency
+    """RollMux's topology-aware sync [P Weave 5.2]: each training GPU sends a disjoint shard
+    of one model copy to a rollout GPU over its own stream, and the receiving GPUs pass
+    their shards on over the rollout cluster's fabric as they arrive ("immediately
+    disseminate", a two-stage pipeline), so the slower stage sets the time. `train` and
+    `rollout` are (nodes, GPUs per node)."""
+    if rollout[0] <= 0:
+        return 0.0
+    cross = weight_bytes / _cross_bandwidth(train, rollout, link)
+    fabric = weight_bytes / link.fabric_bandwidth
+    return max(cross, fabric) + 2 * link.latency
+
+
+def flat_sync_s(weight_bytes: float, train: tuple[int, int], rollout: tuple[int, int],
+                link: CrossLinkConfig) -> float:
+    """veRL's flat sync across the same link, for comparison [P Weave 5.2, Fig. 13]: every
+    rollout GPU fetches its own full copy over the slow link. (rlsim's `colocated` baseline
+    runs on the train cluster only and never crosses the link.)"""
+    copies = rollout[0] * rollout[1]
+    return copies * weight_bytes / _cross_bandwidth(train, rollout, link) + 2 * link.latency
 
 
 class Profiler:
@@ -152,73 +262,103 @@ class Profiler:
     def __init__(self, fleet: FleetScenario, base_dir: Path) -> None:
         self.fleet = fleet
         self.base = base_dir
-        self.threshold = fleet.policy.multiplex.migration_threshold
-        self.tail_fraction = fleet.policy.multiplex.tail_fraction
-        self.max_stretch = fleet.policy.multiplex.tail_max_stretch
+        mux = fleet.policy.multiplex
+        self.threshold = mux.migration_threshold
+        self.tail_fraction = mux.tail_fraction
+        self.max_stretch = mux.tail_max_stretch
+        # profiled whatever the policy, so that a solo or colocated run of the same file
+        # can lend its profiles to the multiplexed one
+        self.typical = mux.slo_check == "worst_and_mean"
         self._cache: dict[str, JobProfile] = {}
 
     def profile(self, job: JobConfig) -> JobProfile:
-        key = json.dumps(_shape(job), sort_keys=True)
-        if key not in self._cache:
-            self._cache[key] = self._measure(job)
-        return self._cache[key]
+        key = self._key(job)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._measure(job)
+        return self.complete(job, hit)
 
-    def _run(self, job: JobConfig, colocated: bool, worst: bool) -> tuple[Scenario, Recorder]:
-        data = _single_job(self.fleet, job, colocated=colocated, worst=worst)
+    def complete(self, job: JobConfig, p: JobProfile) -> JobProfile:
+        """`p` (profiled by this or another fleet's profiler) with what this fleet's
+        admission needs and `p` lacks: the typical run under `worst_and_mean`."""
+        if not self.typical or p.adm_roll_s:
+            return p
+        key = self._key(job)
+        hit = self._cache.get(key)
+        if hit is None or not hit.adm_roll_s:
+            hit = self._cache[key] = self._with_typical(job, p)
+        return replace(p, adm_roll_s=hit.adm_roll_s, adm_train_s=hit.adm_train_s,
+                       adm_tail_at=hit.adm_tail_at)
+
+    @staticmethod
+    def _key(job: JobConfig) -> str:
+        return json.dumps({**_shape(job), **job.model_dump(
+            mode="json", include={"switch", "host_footprint"})}, sort_keys=True)
+
+    def _run(self, job: JobConfig, *, colocated: bool = False, worst: bool = False,
+             stream_name: str, steps: int) -> tuple[Scenario, Recorder]:
+        data = _single_job(self.fleet, job, colocated=colocated, worst=worst,
+                           seed=_seed(self.fleet, stream_name), steps=steps)
         scenario, base = scenario_from_dict(data, None, self.base, f"job {job.name}")
         return scenario, simulate(scenario, base).recorder
 
     def _measure(self, job: JobConfig) -> JobProfile:
         steps = self.fleet.profile_steps
-        solo, rec = self._run(job, colocated=False, worst=False)
+        # the run's iterations: a stream no admission check reads
+        solo, rec = self._run(job, stream_name="fleet.run", steps=steps)
         roll = _phase_times(rec, steps, ROLLOUT_PHASES)
         train = _phase_times(rec, steps, TRAIN_PHASES)
         tail = _tail_at(rec, roll, self.threshold)
-        _, crec = self._run(job, colocated=True, worst=False)
+        _, crec = self._run(job, colocated=True, stream_name="fleet.run", steps=steps)
         coloc = _phase_times(crec, steps, ("step",))
-        if job.workload.agentic is None:
-            _, wrec = self._run(job, colocated=False, worst=True)
-            wroll = _phase_times(wrec, steps, ROLLOUT_PHASES)
-            wtrain = _phase_times(wrec, steps, TRAIN_PHASES)
-        else:  # multi-turn: no single max length; the worst profiled iteration stands in
-            wroll, wtrain = roll, train
-        costs = cost_models(solo)  # the priced models alone: no cluster, no SimPy
-        ecost, tcost = costs.engine_cost, costs.train_cost
+        # admission's worst case, single- and multi-turn alike [P Weave 4.2]
+        _, wrec = self._run(job, worst=True, stream_name="fleet.worst", steps=WORST_STEPS)
+        wroll = _phase_times(wrec, WORST_STEPS, ROLLOUT_PHASES)
+        wtrain = _phase_times(wrec, WORST_STEPS, TRAIN_PHASES)
+        wtail = _tail_at(wrec, wroll, self.threshold)
+        c = job_constants(self.fleet, job, self.base)
+        costs = cost_models(solo)
+        tail_fraction, tail_stretch = self._tail(job, costs.engine_cost,
+                                                 costs.placement.engines, costs.kv_tokens)
         rpool = self.fleet.pool(job.rollout.pool)
         tpool = self.fleet.pool(job.train.pool)
         rnodes = (job.rollout.gpus or 0) // rpool.node_size
         tnodes = (job.train.gpus or 0) // tpool.node_size
-        tprof = tcost.profile
-        weight_bytes = tcost.weight_bytes()
         return JobProfile(
             roll_s=tuple(roll), tail_at=tuple(tail), train_s=tuple(train),
             coloc_s=tuple(coloc), roll_worst_s=max(wroll), train_worst_s=max(wtrain),
-            sync_s=sync_s(weight_bytes, tnodes, rnodes, self.fleet.link),
-            warm_roll_s=ecost.warm_start_s(),
-            # a train node swaps the previous job's state out and this job's state in
-            warm_train_s=tprof.engine_warm_start_base_s + tcost.offload_s() + tcost.reload_s(),
-            cold_roll_s=ecost.cold_start_s(),
-            cold_train_s=tprof.engine_cold_start_s
-            + weight_bytes / tprof.checkpoint_load_bandwidth_bytes_per_s,
-            host_roll_bytes=ecost.weight_bytes_per_gpu() * rpool.node_size,
-            host_train_bytes=tcost.state_bytes_per_gpu() * tpool.node_size,
+            sync_s=sync_s(c.weight_bytes, (tnodes, tpool.node_size),
+                          (rnodes, rpool.node_size), self.fleet.link),
+            warm_roll_s=c.warm_roll_s, warm_train_s=c.warm_train_s,
+            cold_roll_s=c.cold_roll_s, cold_train_s=c.cold_train_s,
+            host_roll_bytes=c.host_roll_bytes, host_train_bytes=c.host_train_bytes,
             samples=job.workload.prompts_per_step * job.workload.samples_per_prompt,
-            **self._tail(job, ecost, costs.placement.engines, costs.kv_tokens),
-        )
+            tail_fraction=tail_fraction, tail_stretch=tail_stretch,
+            tail_at_worst=float(np.mean(wtail)))
+
+    def _with_typical(self, job: JobConfig, p: JobProfile) -> JobProfile:
+        """`p` with the typical run rlsim's added `worst_and_mean` check replays: the
+        job's own lengths, on a stream of its own (not the run's iterations)."""
+        steps = self.fleet.profile_steps
+        _, rec = self._run(job, stream_name="fleet.admission", steps=steps)
+        roll = _phase_times(rec, steps, ROLLOUT_PHASES)
+        return replace(p, adm_roll_s=tuple(roll),
+                       adm_train_s=tuple(_phase_times(rec, steps, TRAIN_PHASES)),
+                       adm_tail_at=tuple(_tail_at(rec, roll, self.threshold)))
 
     def _tail(self, job: JobConfig, ecost: Any, engines: int, kv_tokens: int
-              ) -> dict[str, float]:
-        """Where the stragglers go at migration: `tail_fraction` of the engines, or the
-        fewest engines on which they decode at most `tail_max_stretch` slower."""
+              ) -> tuple[float, float]:
+        """(tail_fraction, tail_stretch): where the stragglers go at migration, the
+        `tail_fraction` of the engines or the fewest engines on which they decode at most
+        `tail_max_stretch` slower, and how much slower they decode there."""
         if self.tail_fraction is not None:
             kept = max(1, round(engines * self.tail_fraction))
-            return {"tail_fraction": kept / engines,
-                    "tail_stretch": self._stretch(job, ecost, engines, kept, kv_tokens)}
+            return kept / engines, self._stretch(job, ecost, engines, kept, kv_tokens)
         for kept in range(1, engines):
             stretch = self._stretch(job, ecost, engines, kept, kv_tokens)
             if stretch <= self.max_stretch:
-                return {"tail_fraction": kept / engines, "tail_stretch": stretch}
-        return {"tail_fraction": 1.0, "tail_stretch": 1.0}
+                return kept / engines, stretch
+        return 1.0, 1.0
 
     def _stretch(self, job: JobConfig, ecost: Any, engines: int, kept: int,
                  kv_tokens: int) -> float:

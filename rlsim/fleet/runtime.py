@@ -11,8 +11,10 @@ are done and another phase waits on one of its nodes, the stragglers keep `tail_
 of the nodes and the nodes pass on; the next phase there runs at the remaining rate until
 the tail ends. Under `gavel` a job holds its rollout and train nodes for its whole
 iteration. `solo` gives each job dedicated nodes and `colocated` runs each job's whole
-iteration on its train nodes. Phase times come from the job's profile, drawn per iteration
-from the job's own random stream, so every policy sees the same iterations.
+iteration on its train nodes. Phase times come from the job's profiled run (a simulation on
+a seed stream that admission never reads), drawn per iteration from the job's own random
+stream, so every policy sees the same iterations and SLO attainment is measured, not
+assumed: admission planned with the worst case (`_demand`).
 """
 
 from __future__ import annotations
@@ -181,16 +183,35 @@ class FleetRun:
                 self.queue.append(run)
 
     def _demand(self, run: JobRun) -> Demand:
+        """What admission knows of a job: its worst-case profile (and, under
+        `worst_and_mean`, a typical run of its own), never the iterations it will run."""
         p = run.profile
         migrates = self.policy == "multiplex" and self.mux.migration and p.tail_fraction < 1
+        if self.mux.slo_check == "worst_and_mean" and self.policy in ("multiplex", "gavel"):
+            if not p.adm_roll_s:
+                raise ValueError(f"job {run.job.name}: slo_check worst_and_mean needs the "
+                                 "typical admission profile (profile with this fleet's "
+                                 "Profiler)")
+            roll_seq, train_seq = p.adm_roll_s, p.adm_train_s
+            roll_mean, train_mean = float(np.mean(roll_seq)), float(np.mean(train_seq))
+            tail_at = float(np.mean(p.adm_tail_at))
+            iter_s = roll_mean + train_mean + p.sync_s
+        else:  # the paper's check: the worst case is all admission knows
+            roll_seq, train_seq = (), ()
+            roll_mean, train_mean = p.roll_worst_s, p.train_worst_s
+            tail_at = p.tail_at_worst
+            iter_s = p.iter_worst_s
         return Demand(
             run.job.name, len_nodes(run.job.rollout.gpus, self.rpool.node_size),
             len_nodes(run.job.train.gpus, self.tpool.node_size), p.roll_worst_s,
-            p.train_worst_s, p.roll_mean_s, p.train_mean_s, p.sync_s, p.warm_roll_s,
+            p.train_worst_s, roll_mean, train_mean, p.sync_s, p.warm_roll_s,
             p.warm_train_s, p.host_roll_bytes, p.host_train_bytes, run.job.slo,
-            roll_seq=p.roll_s, train_seq=p.train_s, solo_jct_s=run.solo_jct_s,
+            roll_seq=roll_seq, train_seq=train_seq,
+            # the one-off delays are spread over the run admission expects
+            solo_jct_s=p.cold_roll_s + p.cold_train_s + run.steps * iter_s,
             cold_roll_s=p.cold_roll_s, cold_train_s=p.cold_train_s,
-            tail_at=float(np.mean(p.tail_at)) if migrates else 1.0,
+            tail_at=tail_at if migrates else 1.0,
+            tail_at_worst=p.tail_at_worst if migrates else 1.0,
             tail_fraction=p.tail_fraction if migrates else 1.0,
             tail_stretch=p.tail_stretch, migration_s=self.mux.migration_s)
 

@@ -24,7 +24,7 @@ def test_solo_cost_is_nodes_times_price_times_time() -> None:
     p = profile(100.0, 50.0)
     res = run(fleet([job("a", roll_nodes=2, train_nodes=1, steps=6)], "solo"), {"a": p})
     hours = 6 * 150 / 3600
-    usd_h = 2 * 8 * 1.00 + 1 * 8 * 2.85  # catalogue H20 and H800 list prices
+    usd_h = 2 * 8 * 1.85 + 1 * 8 * 5.28  # catalogue H20 and H800 prices [P Weave Table 1]
     assert res.summary["cost"]["usd_total"] == pytest.approx(usd_h * hours)
     assert res.summary["cost"]["samples_per_usd"] == pytest.approx(6 * 8 / (usd_h * hours))
 
@@ -83,6 +83,21 @@ def test_greedy_packs_without_checking_slos() -> None:
     assert greedy["slo_attainment"] < 1.0
 
 
+def test_random_draws_a_new_group_beside_the_groups_with_room() -> None:
+    """The paper's Random [P Weave 6.5]: a random group that can take the job, or a new
+    one. With one group holding room, a second job packs or opens its own group, each for
+    about half of the seeds; neither checks the SLO."""
+    p = profile(300.0, 60.0)
+    jobs = [job("a", slo=1.05), job("b", slo=1.05, arrival=1.0)]
+    kinds = []
+    for seed in range(40):
+        sc = fleet(jobs, placement="random").model_copy(update={"seed": seed})
+        kinds.append(tuple(sorted(run(sc, {"a": p, "b": p}).summary["placements"].items())))
+    # the group offers packing only here (seeds 0-39: 24 pack, 16 new)
+    assert set(kinds) == {(("new", 1), ("pack", 1)), (("new", 2),)}
+    assert 10 <= sum(k == (("new", 2),) for k in kinds) <= 30
+
+
 def test_a_job_waits_for_capacity_and_its_wait_counts_in_its_slowdown() -> None:
     p = profile(100.0, 100.0)
     res = run(fleet([job("a", steps=5), job("b", steps=5)], "solo", nodes=1),
@@ -125,7 +140,11 @@ jobs_st = st.lists(
 def test_invariants(specs: list[tuple], policy: str) -> None:  # type: ignore[type-arg]
     """Random small fleets: no node runs two phases at once; no job runs two phases at
     once; the jobs resident on a node never exceed its host memory; every job admitted by
-    RollMux's scheduler meets its SLO (no faults are injected here). Each job repeats one
+    RollMux's scheduler meets its SLO (no faults are injected here) when admission also
+    checks the typical run (`worst_and_mean`): the paper's worst-case-only check is not
+    conservative (start-up costs and a neighbour's whole phase do not grow with the
+    lengths, so a placement that fits at the max length can miss at typical lengths), and
+    its attainment is measured in reports/rollmux.md instead. Each job repeats one
     profiled iteration and runs 30 of them: with iterations that vary, a neighbour's
     varying cycle can break the alignment the admission replay finds, and a short job can
     miss a tight SLO (docs/fleet.md, known limits)."""
@@ -137,7 +156,8 @@ def test_invariants(specs: list[tuple], policy: str) -> None:  # type: ignore[ty
         profiles[name] = profile(rolls, trains, sync=3.0, warm_roll=1.5, warm_train=2.5,
                                  cold_roll=40.0, cold_train=50.0, worst=1.5, host_gib=host,
                                  tail_at=tail_at, tail_fraction=0.5, tail_stretch=1.2)
-    res = run(fleet(jobs, policy, nodes=12, host_gib=1024.0), profiles)
+    res = run(fleet(jobs, policy, nodes=12, host_gib=1024.0, slo_check="worst_and_mean"),
+              profiles)
     for spans in node_spans(res).values():
         spans.sort()
         for (_, end, _, _), (start, _, _, _) in itertools.pairwise(spans):

@@ -27,7 +27,9 @@ def profile(roll: float | tuple[float, ...], train: float | tuple[float, ...], *
         warm_roll_s=warm_roll, warm_train_s=warm_train, cold_roll_s=cold_roll,
         cold_train_s=cold_train, host_roll_bytes=host_gib * GIB,
         host_train_bytes=host_gib * GIB, samples=samples, tail_fraction=tail_fraction,
-        tail_stretch=tail_stretch)
+        tail_stretch=tail_stretch, tail_at_worst=tail_at,
+        # the typical run `worst_and_mean` replays: the same phases as the run's here
+        adm_roll_s=rolls, adm_train_s=trains, adm_tail_at=(tail_at,) * len(rolls))
 
 
 def job(name: str, *, roll_nodes: int = 1, train_nodes: int = 1, slo: float = 1.5,
