@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-from rlsim.trace.records import Counter, Instant, Recorder, Span
+import numpy as np
+
+from rlsim.trace.records import Instant, Recorder, Span
 
 
 def write_parquet(recorder: Recorder, path: Path) -> None:
@@ -33,19 +36,44 @@ def write_parquet(recorder: Recorder, path: Path) -> None:
         kind.append("instant"); track.append(i.track); name.append(i.name)  # noqa: E702
         t0.append(i.t); t1.append(None); value.append(None)  # noqa: E702
         attrs.append(json.dumps(i.attrs, sort_keys=True))
-    for c in recorder.counters:
-        kind.append("counter"); track.append(c.track); name.append(c.name)  # noqa: E702
-        t0.append(c.t); t1.append(None); value.append(c.value)  # noqa: E702
-        attrs.append("{}")
     table = pa.table({
         "kind": pa.array(kind, pa.string()), "track": pa.array(track, pa.string()),
         "name": pa.array(name, pa.string()), "t0": pa.array(t0, pa.float64()),
         "t1": pa.array(t1, pa.float64()), "value": pa.array(value, pa.float64()),
         "attrs": pa.array(attrs, pa.string()),
     })
+    counters = _counter_table(recorder, pa)
+    if counters is not None:
+        table = pa.Table.from_arrays(
+            [pa.concat_arrays([table.column(c).combine_chunks(), counters[c]])
+             for c in table.column_names], names=table.column_names)
     tmp = path.with_name(path.name + ".partial")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
+
+
+def _counter_table(recorder: Recorder, pa: Any) -> dict[str, Any] | None:
+    """The counters' rows of records.parquet, column by column, built from the Recorder's
+    columns without a Python object per record (the same values `pa.array` makes of the
+    records one by one)."""
+    cols = recorder.counter_columns
+    n = len(cols)
+    if n == 0:
+        return None
+    if cols.kept:  # a value kept as recorded (a bool, a numpy number): convert each
+        t, v = cols.times_values(0, n)
+        t_arr, v_arr = pa.array(t, pa.float64()), pa.array(v, pa.float64())
+    else:
+        t_arr = pa.array(np.frombuffer(cols.t, dtype=np.float64))
+        v_arr = pa.array(np.frombuffer(cols.value, dtype=np.float64))
+    series = pa.array(np.frombuffer(cols.series, dtype=np.uint32))
+    return {
+        "kind": pa.repeat("counter", n).cast(pa.string()),
+        "track": pa.array(cols.tracks, pa.string()).take(series),
+        "name": pa.array(cols.names, pa.string()).take(series),
+        "t0": t_arr, "t1": pa.nulls(n, pa.float64()), "value": v_arr,
+        "attrs": pa.repeat("{}", n).cast(pa.string()),
+    }
 
 
 def read_parquet(path: Path) -> Recorder:
@@ -62,7 +90,7 @@ def read_parquet(path: Path) -> Recorder:
     # (the per-call overhead dominates for small objects).
     attrs = json.loads("[" + ",".join(cols["attrs"]) + "]")
     recorder = Recorder()
-    spans, instants, counters = recorder.spans, recorder.instants, recorder.counters
+    spans, instants = recorder.spans, recorder.instants
     for kind, track, name, t0, t1, value, attr in zip(
             cols["kind"], cols["track"], cols["name"], cols["t0"], cols["t1"], cols["value"],
             attrs, strict=True):
@@ -71,7 +99,7 @@ def read_parquet(path: Path) -> Recorder:
         elif kind == "instant":
             instants.append(Instant(track, name, t0, attr))
         elif kind == "counter":
-            counters.append(Counter(track, name, t0, value))
+            recorder.counter(track, name, t0, value)
         else:
             raise ValueError(f"{path}: unknown record kind {kind!r}")
     per_request = any(t.endswith(".requests") for t in dict.fromkeys(cols["track"]))
