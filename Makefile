@@ -23,34 +23,46 @@ $(NOTORCH_STAMP): pyproject.toml
 	$(NOTORCH)/bin/pip install --quiet -e '.[dev]'
 	touch $(NOTORCH_STAMP)
 
-setup: $(STAMP)
+# The compiled hot path (rlsim/compiled.py): mypyc compiles the hot modules in place, about a
+# minute; without a C compiler, or if the compile fails, one line says the pure-Python
+# modules are used and setup goes on. Rebuilt when a compiled module changes (a stale build
+# is never loaded: rlsim checks the sources' hashes). RLSIM_PURE_PYTHON=1 ignores it.
+COMPILED := $(VENV)/.compiled
+HOT_SRC := $(addprefix rlsim/,$(addsuffix .py,$(subst .,/,\
+  $(shell sed -n 's/^    "rlsim\.\([a-z_.]*\)",$$/\1/p' rlsim/compiled.py))))
+$(COMPILED): $(STAMP) rlsim/compiled.py rlsim/_build.py $(HOT_SRC)
+	$(BIN)/python -m rlsim._build
+	touch $(COMPILED)
 
-demo: $(STAMP)
+setup: $(STAMP) $(COMPILED)
+
+demo: $(STAMP) $(COMPILED)
 	$(BIN)/rlsim compare scenarios/quickstart.yaml \
 	  --variant policy.name=sync,policy.placement=colocated \
 	  --variant policy.name=sync,policy.placement=disaggregated \
 	  --variant policy.name=one_off,policy.placement=disaggregated \
 	  --out runs/demo
 
-test: $(STAMP)
+test: $(STAMP) $(COMPILED)
 	$(BIN)/ruff check rlsim calibration crosscheck tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 # CI runs this after `make test`: no torch installed, the simulator's tests still pass
-# (tests that need torch skip themselves).
+# (tests that need torch skip themselves), and on the pure-Python modules (RLSIM_PURE_PYTHON),
+# so the suite passes both with and without the compiled hot path.
 test-notorch: $(NOTORCH_STAMP)
 	$(NOTORCH)/bin/python -c "import importlib.util, sys; \
 	  sys.exit('torch is installed in $(NOTORCH)' if importlib.util.find_spec('torch') else 0)"
-	$(NOTORCH)/bin/pytest -p no:cacheprovider
+	RLSIM_PURE_PYTHON=1 $(NOTORCH)/bin/pytest -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check rlsim calibration crosscheck tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED)
 	$(BIN)/python benchmarks/run_all.py
 
 # The live validation (docs/validation.md): a real RL job here vs rlsim's prediction of it.
@@ -144,4 +156,6 @@ calibrate-quick: $(STAMP)
 	$(BIN)/rlsim calibrate --device cpu --quick --out runs/profile-cpu-quick.json
 
 clean:
-	rm -rf $(VENV) $(NOTORCH) $(VIDUR) runs .pytest_cache .mypy_cache .ruff_cache
+	find rlsim \( -name '*.so' -o -name '*.pyd' \) -delete
+	rm -rf $(VENV) $(NOTORCH) $(VIDUR) runs build rlsim/_compiled.json .pytest_cache \
+	  .mypy_cache .ruff_cache

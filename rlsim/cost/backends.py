@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 SequenceParallel = Literal["ring", "ulysses"]
@@ -58,7 +58,7 @@ class HostOps:
     launch_s: float
 
     def __post_init__(self) -> None:
-        for name in self.__slots__:
+        for name in (f.name for f in fields(self)):  # not __slots__: mypyc's classes lack it
             if getattr(self, name) < 0:
                 raise ValueError(f"HostOps.{name} must be >= 0")
 
@@ -122,7 +122,7 @@ class ElementwiseTraffic:
     bwd_kernels: float
 
     def __post_init__(self) -> None:
-        for name in self.__slots__:
+        for name in (f.name for f in fields(self)):  # not __slots__: mypyc's classes lack it
             if getattr(self, name) < 0:
                 raise ValueError(f"ElementwiseTraffic.{name} must be >= 0")
 

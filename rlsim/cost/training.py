@@ -594,7 +594,8 @@ class TrainCost:
             act_ffn = float(mo.ffn)
         else:
             fs = moe.shared_ffn
-            act_ffn = moe.experts_per_token * moe.expert_ffn + moe.shared_experts * fs
+            # float() as in the dense branch: mypyc needs one type here (values unchanged).
+            act_ffn = float(moe.experts_per_token * moe.expert_ffn + moe.shared_experts * fs)
         traffic = self.backend.elementwise_traffic if self.backend is not None else None
         if traffic is not None:
             # Eager backends run without TP (each GPU holds whole layers for its m tokens).

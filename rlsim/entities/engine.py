@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import simpy
+from mypy_extensions import mypyc_attr
+from simpy.core import SimTime
 from simpy.events import URGENT
 
 from rlsim.entities.timers import Timers
@@ -95,6 +97,8 @@ class Request:
 _GAUGES = ("kv_tokens", "running", "waiting")
 
 
+# Compiled (rlsim/compiled.py), the class still takes Python subclasses (tests spy on it).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RolloutEngine:
     """A continuous-batching inference server on `tp` GPUs."""
 
@@ -148,7 +152,7 @@ class RolloutEngine:
         self._seg_k0 = 0
         self._seg_batch = 0
         self._in_segment = False
-        self._busy_since: float | None = None
+        self._busy_since: SimTime | None = None  # int 0 stays int (rlsim/compiled.py)
         self._busy_requests = 0  # finished during the current busy period
         self._busy_tokens = 0
         self._track = f"rollout.{name}"

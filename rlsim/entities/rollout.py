@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.workload import Turn
 
@@ -94,6 +96,9 @@ FaultHooksFactory = Callable[["Rollout", tuple[int, int]], FaultHooks]
 """Fault hooks for a rollout and its fault key (step, place in the batch)."""
 
 
+# A plain Python class even when compiled (rlsim/compiled.py): read once per turn, not hot,
+# and its methods can be replaced on an instance (tests spy on end_samples).
+@mypyc_attr(native_class=False)
 class RolloutJob:
     """What the rollouts of one job share (its mutable state, apart from the phases)."""
 
@@ -154,6 +159,9 @@ class RolloutJob:
             self.outcomes[how] += n
 
 
+# Compiled (rlsim/compiled.py), the class still takes Python subclasses (the async policy's
+# _Slot).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Rollout:
     """One sample's life: its attempts, turns, context, requests and outcome.
 
@@ -170,8 +178,8 @@ class Rollout:
     # The state every sample has is in slots; what only some policies or schemes set (a
     # recorded reward latency, a reset, hooks, a stop) is a class default until set (in the
     # instance's __dict__), so a plain single-turn sample costs few attribute writes.
-    __slots__ = ("__dict__", "attempt", "context", "engine", "epoch", "first_rid", "job",
-                 "keyed", "last", "on_finish", "prompt_id", "prompt_tokens", "request",
+    __slots__ = ("__dict__", "attempt", "context", "engine", "epoch", "faults", "first_rid",
+                 "job", "keyed", "last", "on_finish", "prompt_id", "prompt_tokens", "request",
                  "response_tokens", "rid", "slot", "state", "t_turn", "task", "turn", "turns",
                  "version")
 
@@ -180,7 +188,6 @@ class Rollout:
     admit: Callable[[Rollout], bool] | None = None
     after_turn: Callable[[Rollout], None] | None = None
     after_env: Callable[[Rollout], None] | None = None
-    faults: FaultHooks | None = None
     stopped: bool = False
 
     def __init__(self, job: RolloutJob, prompt_id: int, prompt_tokens: int,
@@ -202,6 +209,9 @@ class Rollout:
         self.task = task
         self.keyed = keyed or last > 0
         self.on_finish = on_finish
+        # A slot set here, not a class default: mypyc leaves a class default of a Protocol
+        # type unset in a class with a __dict__ slot (the compiled hot path, rlsim/compiled.py).
+        self.faults: FaultHooks | None = None
         self.first_rid = first_rid
         """A request id reserved at launch for the first turn (0: numbered when submitted)."""
         self.attempt = 0

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import simpy
+from simpy.core import SimTime
 from simpy.events import NORMAL
 
 
@@ -57,15 +58,17 @@ class Timers:
         # A timer is (time, sequence number, fn, arg). `_heap` holds those of buckets up
         # to `_bucket`; later buckets wait in `_later` (bucket -> list), their ids in the
         # heap `_ids`.
-        self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
+        # Times are SimTime (int or float), not float: compiled (rlsim/compiled.py), a float
+        # would turn the clock's int 0 into 0.0, and records keep the type they were given.
+        self._heap: list[tuple[SimTime, int, Callable[[Any], None], Any]] = []
         self._bucket = -1
-        self._later: dict[int, list[tuple[float, int, Callable[[Any], None], Any]]] = {}
+        self._later: dict[int, list[tuple[SimTime, int, Callable[[Any], None], Any]]] = {}
         self._ids: list[int] = []
         self._driven: set[int] = set()  # timers with a driver queued under their own key
-        self._first: tuple[float, int] | None = None  # the earliest driver queued
+        self._first: tuple[SimTime, int] | None = None  # the earliest driver queued
         self._draining = False
 
-    def call_in(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+    def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
         env = self.env
         t = env._now + delay
@@ -96,7 +99,7 @@ class Timers:
         self._heap = heap
         return True
 
-    def _drive(self, t: float, eid: int) -> None:
+    def _drive(self, t: SimTime, eid: int) -> None:
         """Queue a driver with the key a timeout made with `eid` at `t` would have."""
         self._first = (t, eid)
         if eid in self._driven:

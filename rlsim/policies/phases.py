@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import simpy
+from simpy.core import SimTime
 
 from rlsim.config.streams import rng
 from rlsim.cost.controller import ControllerCost, controller_cost
@@ -287,7 +288,7 @@ class Phases:
             start = end
         return out
 
-    def record_responses(self, step: int, t0: float, samples: Sequence[Sample],
+    def record_responses(self, step: int, t0: SimTime, samples: Sequence[Sample],
                          times: Sequence[float]) -> None:
         """The report's length and latency distributions come from this one record per
         batch (in arrival order), not from per-request spans, which only request detail
@@ -514,7 +515,7 @@ class Phases:
             yield trainer.offload()
             yield self.env.timeout(cost.engine_weights_s + cost.engine_wake_s)
 
-    def step_span(self, step: int, t0: float, **attrs: Any) -> None:
+    def step_span(self, step: int, t0: SimTime, **attrs: Any) -> None:
         """The step's span; `backlog` (default 0) is the samples queued or in flight and
         not trained yet at its end (docs/metrics.md: the steady window's balance)."""
         attrs.setdefault("backlog", 0)

@@ -1,0 +1,128 @@
+"""Build the compiled hot path: mypyc-compile rlsim.compiled.HOT_MODULES in place.
+
+`python -m rlsim._build` (run by `make setup`) writes each module's `.so` beside its `.py`
+and mypyc's shared library as rlsim/_hot__mypyc.*.so, then the manifest rlsim/_compiled.json
+that tells rlsim the build matches the sources. It never fails the setup: without a C
+compiler or mypyc, or when the compile fails, it removes what it wrote, prints one line
+saying the pure-Python modules are used, and exits 0. `--clean` only removes the artefacts;
+`--status` says whether this process runs the compiled modules, and why.
+The compiler's output goes to build/mypyc/build.log.
+
+C is compiled with -ffp-contract=off: a compiler that fuses a*b+c into one FMA rounds once
+where Python rounds twice, and the compiled results must equal the interpreted ones bit for
+bit (x86-64's default target has no FMA; aarch64's has).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from rlsim.compiled import GROUP, HOT_MODULES, MANIFEST, PACKAGE_DIR, source_hashes, source_path
+
+ROOT = PACKAGE_DIR.parent
+BUILD_DIR = ROOT / "build" / "mypyc"
+LOG = BUILD_DIR / "build.log"
+FALLBACK = "the pure-Python modules are used (results are identical, only slower)"
+
+
+def extensions(suffix: str) -> list[Path]:
+    """The extension modules a build writes into the package, with file suffix `suffix`."""
+    return ([source_path(m).with_suffix(suffix) for m in HOT_MODULES]
+            + [PACKAGE_DIR / f"{GROUP.split('.')[-1]}__mypyc{suffix}"])
+
+
+def clean() -> None:
+    """Remove every extension module in the package (rlsim has no others; a module dropped
+    from HOT_MODULES goes too) and the manifest."""
+    MANIFEST.unlink(missing_ok=True)
+    for p in PACKAGE_DIR.rglob("*"):
+        if p.name.endswith((".so", ".pyd")):
+            p.unlink()
+
+
+def _compiler() -> str | None:
+    """The C compiler the build would use, or None when it is missing."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    words = shlex.split(cc)
+    return shutil.which(words[0]) if words else None
+
+
+def _inner() -> None:
+    """The compile itself (a child process, its output in the log)."""
+    from mypyc.build import mypycify
+    from setuptools import setup
+
+    paths = [str(source_path(m).relative_to(ROOT)) for m in HOT_MODULES]
+    ext = mypycify(paths, group_name=GROUP, opt_level="3", debug_level="0",
+                   target_dir=str(BUILD_DIR.relative_to(ROOT)))
+    setup(name="rlsim-compiled", ext_modules=ext,
+          script_args=["build_ext", "--inplace",
+                       "--build-temp", str((BUILD_DIR / "temp").relative_to(ROOT))])
+
+
+def _status() -> int:
+    import importlib
+
+    from rlsim import compiled
+
+    for name in HOT_MODULES:
+        importlib.import_module(name)
+    hot = [m for m in compiled.loaded() if m in HOT_MODULES]
+    print(f"rlsim compiled hot path: {compiled.status()['reason']}; "
+          f"{len(hot)} of {len(HOT_MODULES)} hot modules loaded compiled")
+    return 0
+
+
+def build() -> int:
+    if "--status" in sys.argv:
+        return _status()
+    if "--clean" in sys.argv:
+        clean()
+        return 0
+    if "--inner" in sys.argv:
+        _inner()
+        return 0
+    clean()
+    if _compiler() is None:
+        print(f"rlsim: no C compiler found; {FALLBACK}")
+        return 0
+    try:
+        import mypyc  # noqa: F401  (installed with mypy, a dev dependency)
+    except ImportError:
+        print(f"rlsim: mypyc is not installed; {FALLBACK}")
+        return 0
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["CFLAGS"] = (env.get("CFLAGS", "") + " -ffp-contract=off").strip()
+    env.pop("RLSIM_PURE_PYTHON", None)
+    hashes = source_hashes()  # what is compiled: a source edited meanwhile reads as stale
+    t0 = time.perf_counter()
+    with LOG.open("w") as log:
+        proc = subprocess.run([sys.executable, "-m", "rlsim._build", "--inner"], cwd=ROOT,
+                              env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    wall_s = time.perf_counter() - t0
+    missing = [p for p in extensions(importlib.machinery.EXTENSION_SUFFIXES[0])
+               if not p.exists()]
+    if proc.returncode != 0 or missing:
+        clean()
+        print(f"rlsim: compiling the hot modules failed (see {LOG.relative_to(ROOT)}); "
+              f"{FALLBACK}")
+        return 0
+    MANIFEST.write_text(json.dumps({"group": GROUP, "sources": hashes,
+                                    "python": sys.version.split()[0]}, indent=1) + "\n")
+    print(f"rlsim: compiled {len(HOT_MODULES)} hot modules with mypyc in {wall_s:.0f} s "
+          "(RLSIM_PURE_PYTHON=1 runs the pure-Python ones)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(build())
