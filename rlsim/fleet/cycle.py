@@ -169,6 +169,22 @@ def _replay(jobs: tuple[Spec, ...], interleave: bool, iterations: int) -> list[l
         what[job] = _END
         push(events, (start + dur, next(seq), job))
 
+    def release(nodes: tuple[int, ...], now: float) -> None:
+        """Hand each node to the first job waiting on it; each such job waited on one node
+        and now takes the rest of its gang."""
+        woken = []
+        for node in nodes:
+            queue = waiting[node]
+            if queue:
+                nxt = queue.popleft()
+                holder[node] = nxt
+                need_at[nxt] += 1
+                woken.append(nxt)
+            else:
+                holder[node] = -1
+        for h in woken:
+            take(h, now)
+
     done: list[list[float]] = [[] for _ in jobs]
     short = len(jobs)  # jobs with fewer than `iterations` iterations done
     for i in range(len(jobs)):
@@ -203,18 +219,7 @@ def _replay(jobs: tuple[Spec, ...], interleave: bool, iterations: int) -> list[l
                         tails[n] = live
                     else:
                         tails[n] = [mark]
-                woken = []
-                for node in nodes:
-                    queue = waiting[node]
-                    if queue:
-                        nxt = queue.popleft()
-                        holder[node] = nxt
-                        need_at[nxt] += 1
-                        woken.append(nxt)
-                    else:
-                        holder[node] = -1
-                for h in woken:
-                    take(h, now)
+                release(nodes, now)
                 what[job] = _TAIL_END
                 push(events, (now + tail, next(seq), job))
             else:
@@ -222,18 +227,7 @@ def _replay(jobs: tuple[Spec, ...], interleave: bool, iterations: int) -> list[l
                 push(events, (now + left, next(seq), job))
         else:  # _END or _TAIL_END
             if kind == _END:  # release the phase's nodes (a tail released them already)
-                woken = []
-                for node in cur[job][0]:
-                    queue = waiting[node]
-                    if queue:
-                        nxt = queue.popleft()
-                        holder[node] = nxt
-                        need_at[nxt] += 1
-                        woken.append(nxt)
-                    else:
-                        holder[node] = -1
-                for h in woken:  # each waited on one node; now it takes the rest of its gang
-                    take(h, now)
+                release(cur[job][0], now)
             # the phase is over: queue the job's next phase, or sync
             plan = plans[job]
             at = phase_at[job] + 1
