@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -63,3 +64,11 @@ def load_script(path: Path, name: str) -> ModuleType:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def unsourced_lines(text: str, fields: tuple[str, ...], tag: re.Pattern[str]) -> list[str]:
+    """The lines of a scenario file that set one of `fields` (a list item's `- ` dropped)
+    without a source comment matching `tag`: what the paper-reproduction scenarios' tests
+    assert is empty."""
+    return [line.strip() for line in text.splitlines()
+            if line.strip().lstrip("- ").startswith(fields) and not tag.search(line)]

@@ -12,7 +12,7 @@ import pytest
 
 from rlsim.api import simulate_file
 from rlsim.config.loading import load_scenario
-from tests.scenarios import load_script
+from tests.scenarios import load_script, unsourced_lines
 
 DIR = Path(__file__).resolve().parents[2] / "scenarios" / "rollflash"
 NAMES = ("budget40-sync", "budget40-async-8t32i", "budget40-async-16t24i",
@@ -33,10 +33,8 @@ TAG = re.compile(r"#.*(\[(P-RF|P-RA|C|T|D)\b|silent)")
 def test_scenario_cites_a_source_for_each_setup_value(name):
     text = (DIR / f"{name}.yaml").read_text(encoding="utf-8")
     assert "Fig. 3a" in text and "PAPER-FACTS" in text
-    for line in text.splitlines():
-        key = line.strip().lstrip("- ")
-        if key.startswith(SOURCED):
-            assert TAG.search(line), f"{name}: no source for {line.strip()!r}"
+    missing = unsourced_lines(text, SOURCED, TAG)
+    assert not missing, f"{name}: no source for {missing!r}"
 
 
 def test_splits_share_the_workload_and_the_40_gpus():

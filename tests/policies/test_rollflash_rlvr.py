@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlsim.config.loading import load_scenario
-from tests.scenarios import load_script
+from tests.scenarios import load_script, unsourced_lines
 
 DIR = Path(__file__).resolve().parents[2] / "scenarios" / "rollflash"
 MODELS = ("think", "base")
@@ -35,10 +35,8 @@ def mod():
 def test_scenario_cites_a_source_for_each_setup_value(name):
     text = (DIR / f"{name}.yaml").read_text(encoding="utf-8")
     assert "Fig. 1b" in text and "PAPER-FACTS" in text
-    for line in text.splitlines():
-        key = line.strip().lstrip("- ")
-        if key.startswith(SOURCED):
-            assert TAG.search(line), f"{name}: no source for {line.strip()!r}"
+    missing = unsourced_lines(text, SOURCED, TAG)
+    assert not missing, f"{name}: no source for {missing!r}"
 
 
 @pytest.mark.parametrize("model", MODELS)
