@@ -32,7 +32,7 @@ from rlsim.config.fleet import CrossLinkConfig, FleetScenario, JobConfig
 from rlsim.config.loading import scenario_from_dict
 from rlsim.config.scenario import Scenario
 from rlsim.config.streams import stream
-from rlsim.entities.cluster import cost_models
+from rlsim.entities.cluster import CostModels, cost_models
 from rlsim.trace import Recorder
 
 ROLLOUT_PHASES = ("gen", "env", "reward")
@@ -160,17 +160,18 @@ def _single_job(fleet: FleetScenario, job: JobConfig, *, colocated: bool = False
             "policy": {"name": "sync", "placement": placement}}
 
 
-def model_constants(fleet: FleetScenario, job: JobConfig,
-                    base_dir: Path | None = None) -> JobConstants:
+def model_constants(fleet: FleetScenario, job: JobConfig, base_dir: Path | None = None,
+                    costs: CostModels | None = None) -> JobConstants:
     """`job`'s switch costs, residency and synced bytes from rlsim's cost models alone (no
     simulation, measured overrides ignored). A warm start reloads the per-GPU state from
     host memory over PCIe (rollout: the weight shard; training: the previous job's
     resident state out and this job's in); a cold start adds the fixed runtime start-up
     and reads the checkpoint from storage. Host memory per node is the per-GPU state times
-    the GPUs of a node."""
-    data = _single_job(fleet, job)
-    scenario, _ = scenario_from_dict(data, None, base_dir or Path.cwd(), f"job {job.name}")
-    costs = cost_models(scenario)  # the priced models alone: no cluster, no SimPy
+    the GPUs of a node. `costs`: the job's cost models when the caller has them already."""
+    if costs is None:
+        data = _single_job(fleet, job)
+        scenario, _ = scenario_from_dict(data, None, base_dir or Path.cwd(), f"job {job.name}")
+        costs = cost_models(scenario)  # the priced models alone: no cluster, no SimPy
     ecost, tcost = costs.engine_cost, costs.train_cost
     tprof = tcost.profile
     weight_bytes = tcost.weight_bytes()
@@ -184,11 +185,11 @@ def model_constants(fleet: FleetScenario, job: JobConfig,
         weight_bytes=weight_bytes)
 
 
-def job_constants(fleet: FleetScenario, job: JobConfig,
-                  base_dir: Path | None = None) -> JobConstants:
+def job_constants(fleet: FleetScenario, job: JobConfig, base_dir: Path | None = None,
+                  costs: CostModels | None = None) -> JobConstants:
     """`model_constants` with the job's measured `switch` and `host_footprint` in place of
     the cost model's values they set."""
-    c = model_constants(fleet, job, base_dir)
+    c = model_constants(fleet, job, base_dir, costs)
     given: dict[str, float | None] = {}
     if job.switch is not None:
         sw = job.switch
@@ -316,8 +317,8 @@ class Profiler:
         wroll = _phase_times(wrec, WORST_STEPS, ROLLOUT_PHASES)
         wtrain = _phase_times(wrec, WORST_STEPS, TRAIN_PHASES)
         wtail = _tail_at(wrec, wroll, self.threshold)
-        c = job_constants(self.fleet, job, self.base)
         costs = cost_models(solo)
+        c = job_constants(self.fleet, job, self.base, costs)
         tail_fraction, tail_stretch = self._tail(job, costs.engine_cost,
                                                  costs.placement.engines, costs.kv_tokens)
         rpool = self.fleet.pool(job.rollout.pool)
