@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "scenarios" / "rollmux"
 JOBS, DAYS = 2000, 140.0
 REPEATS = 3
+REPEATS_ITSELF = True  # run_all.py: the replays repeat here, the minimum kept
 
 
 def setup() -> tuple[Any, Any, float]:
