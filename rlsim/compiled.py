@@ -35,7 +35,9 @@ PURE_ENV = "RLSIM_PURE_PYTHON"
 """Set to 1 (or any value but empty/0): rlsim loads no compiled module."""
 
 # The modules that carry the per-event work (cProfile of benchmarks/bench_large_sync.py and
-# bench_async_agentic.py, benchmarks/RESULTS.md "Issue 24: compiled hot path"). One mypyc
+# bench_async_agentic.py, benchmarks/RESULTS.md "Issue 24: compiled hot path"), and the
+# fleet's placement, whose candidate-group replays (`cycle`) are most of a decision's time
+# (bench_placement.py: 0.20 s instead of 0.37-0.40 s of CPU for 2,000 decisions). One mypyc
 # group: calls between them are direct C calls.
 HOT_MODULES: tuple[str, ...] = (
     "rlsim.entities.engine",
@@ -50,6 +52,8 @@ HOT_MODULES: tuple[str, ...] = (
     "rlsim.cost.kernels",
     "rlsim.cost.network",
     "rlsim.policies.phases",
+    "rlsim.fleet.cycle",
+    "rlsim.fleet.placement",
 )
 # Left interpreted: rlsim.policies.asynchronous (1% of the async benchmark's profile; its
 # tests patch _AsyncRun and _Slot methods, which compiled callers would bypass).

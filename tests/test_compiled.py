@@ -4,7 +4,8 @@ records as their pure-Python sources, and RLSIM_PURE_PYTHON=1 loads none of them
 Each side runs in its own process (a process loads one or the other): a multi-turn, an
 async agentic and a trainer-backend scenario beside the quickstart, compared by the golden
 records' hashes (tests/golden/records.py: the summary, and every span, instant and counter
-with its times as repr). Skips, saying why, where nothing is compiled.
+with its times as repr), and a fleet's placement decisions. Skips, saying why, where nothing
+is compiled.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ SCENARIOS = (
     "scenarios/real-runs/verl-onestepoff-readme-7b-dapo-async-4gen12train-H20-megatron.yaml",
 )
 
+# The fleet's placement (rlsim.fleet.placement and cycle) is compared by the digests of its
+# decisions: a toy fleet end to end and the scheduler alone on 300 synthetic jobs.
 _PROBE = """
 import json, sys
 from rlsim import compiled
@@ -36,6 +39,10 @@ out = {}
 for rel in sys.argv[1:]:
     fp = fingerprint(ROOT / rel)
     out[rel] = {k: fp[k] for k in ("summary", "records", "count")}
+if len(sys.argv) > 1:
+    from tests.fleet import test_placement_speed_equivalence as fleet
+    out["fleet"] = {"toy": fleet.digest(fleet.fleet_decisions("rollmux-worst")),
+                    "scheduler": fleet.digest(fleet.scheduler_decisions("rollmux-worst"))}
 print(json.dumps({"loaded": compiled.loaded(), "status": compiled.status(), "runs": out}))
 """
 
@@ -76,7 +83,7 @@ def test_compiled_and_pure_python_give_identical_records():
     assert set(compiled.HOT_MODULES) <= set(fast["loaded"]), fast["status"]
     pure = _run(pure=True, scenarios=SCENARIOS)
     assert pure["loaded"] == []
-    for rel in SCENARIOS:
+    for rel in (*SCENARIOS, "fleet"):
         assert fast["runs"][rel] == pure["runs"][rel], rel
 
 

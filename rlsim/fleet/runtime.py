@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -234,7 +234,7 @@ class FleetRun:
         if placement is None:
             return False
         if self.policy == "colocated":
-            d = Demand(**{**d.__dict__, "roll_nodes": 0})
+            d = replace(d, roll_nodes=0)
         self.sched.admit(d, placement)
         self.allocated["roll"] += len(placement.new_roll)
         self.allocated["train"] += len(placement.new_train)
