@@ -27,11 +27,11 @@ the async policy's reward waits use them too.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from typing import Any, Protocol
 
 import simpy
@@ -171,7 +171,10 @@ class RolloutEngine:
         # are evicted (LRU) whenever it outgrows that; the check runs at each submit, admit
         # and finish, not inside a stretch of decode iterations (documented approximation).
         self.prefix_caching = prefix_caching
-        self._cache: OrderedDict[Any, int] = OrderedDict()
+        # A plain dict keeps insertion order, which is the LRU order here: a hit pops its
+        # entry and a finish inserts it again at the end. Faster than an OrderedDict in the
+        # compiled engine (issue 24); the oldest entry is the first key.
+        self._cache: dict[Any, int] = {}
         self._cached_total = 0
         self.cache_hit_tokens = 0
         self.cache_lookups = 0
@@ -428,7 +431,7 @@ class RolloutEngine:
         r._base = base = self.clock - r.generated
         self._kv_const += r.prompt_tokens - base
         self.decoding[r.rid] = r
-        heapq.heappush(self._heap, (base + r.output_tokens, r._order, r))
+        heappush(self._heap, (base + r.output_tokens, r._order, r))
 
     def _preempt_one(self) -> None:
         """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
@@ -555,7 +558,7 @@ class RolloutEngine:
         decoding = self.decoding
         caching = self.prefix_caching
         while heap and heap[0][0] <= clock:
-            _, _, r = heapq.heappop(heap)
+            _, _, r = heappop(heap)
             if r.status != "decode" or r._base + r.output_tokens > clock:
                 continue  # stale entry of a preempted/aborted sequence
             del decoding[r.rid]
@@ -590,7 +593,7 @@ class RolloutEngine:
             free = 0
         cache = self._cache
         while self._cached_total > free and cache:
-            _, tokens = cache.popitem(last=False)
+            tokens = cache.pop(next(iter(cache)))
             self._cached_total -= tokens
 
     def _emit_request(self, r: Request) -> None:

@@ -11,8 +11,8 @@ request spans, to keep phase-level records small.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heappop, heappush, heapreplace
 from typing import Any
 
 import simpy
@@ -54,19 +54,19 @@ class EnvPool:
             free, worker = free_at[0]  # the first free worker
             start = now if now > free else free  # max(free, now), as a float at t = 0
             end = start + latency_s
-            heapq.heapreplace(free_at, (end, worker))
+            heapreplace(free_at, (end, worker))
             return start, end, worker
         busy = self._busy
         while busy and busy[0] <= now:  # steps that have ended free their workers
-            heapq.heappop(busy)
+            heappop(busy)
         if len(busy) < self.workers:
             start = now
             end = start + latency_s
-            heapq.heappush(busy, end)
+            heappush(busy, end)
         else:  # every worker busy: the first to finish takes it
             start = busy[0]
             end = start + latency_s
-            heapq.heapreplace(busy, end)
+            heapreplace(busy, end)
         return start, end, -1
 
     def run(self, latency_s: float) -> simpy.Event:
@@ -95,7 +95,7 @@ class EnvPool:
         else:  # a worker is free and none to release: `_schedule`'s common case, inlined
             self.steps += 1
             end = now + latency_s
-            heapq.heappush(busy, end)
+            heappush(busy, end)
         self._timers.call_in(end - now, fn, arg)
 
     def _recorded(self, job: tuple[float, float, int, float, Callable[[Any], None], Any]

@@ -10,9 +10,9 @@ timeouts, and every shipped scenario's records are identical with and without it
 
 from __future__ import annotations
 
-import heapq
 import weakref
 from collections.abc import Callable
+from heapq import heapify, heappop, heappush
 from typing import Any, ClassVar
 
 import simpy
@@ -75,12 +75,12 @@ class Timers:
         eid = next(env._eid)
         bucket = int(t * self._PER_S)
         if bucket <= self._bucket:
-            heapq.heappush(self._heap, (t, eid, fn, arg))
+            heappush(self._heap, (t, eid, fn, arg))
         else:
             waiting = self._later.get(bucket)
             if waiting is None:
                 self._later[bucket] = [(t, eid, fn, arg)]
-                heapq.heappush(self._ids, bucket)
+                heappush(self._ids, bucket)
             else:
                 waiting.append((t, eid, fn, arg))
         if self._draining:
@@ -93,9 +93,9 @@ class Timers:
         """Make the next bucket the heap (when the heap is empty); False if none."""
         if not self._ids:
             return False
-        self._bucket = bucket = heapq.heappop(self._ids)
+        self._bucket = bucket = heappop(self._ids)
         heap = self._later.pop(bucket)
-        heapq.heapify(heap)
+        heapify(heap)
         self._heap = heap
         return True
 
@@ -108,7 +108,7 @@ class Timers:
         driver = simpy.Event(self.env)
         driver._ok, driver._value = True, eid
         driver.callbacks.append(self._drain)
-        heapq.heappush(self.env._queue, (t, NORMAL, eid, driver))
+        heappush(self.env._queue, (t, NORMAL, eid, driver))
 
     def _drain(self, driver: simpy.Event) -> None:
         eid = driver._value
@@ -118,7 +118,6 @@ class Timers:
             self._first = None
         env = self.env
         queue = env._queue
-        heappop = heapq.heappop
         # SimPy's queue only grows while timers run: its head is re-read when it grew.
         queued = -1
         qt, qp, qe = 0.0, 0, 0

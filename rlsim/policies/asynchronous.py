@@ -463,7 +463,7 @@ class _AsyncRun:
             fresh = [self.workload.redraw(g.source, per_group) for g in old]
         else:
             n = batch.drawn + len(old)
-            fresh = self.workload.batch(batch.index, n, per_group)[batch.drawn:]
+            fresh = self.workload.batch(batch.index, n, per_group, first=batch.drawn)
             batch.drawn = n
         tasks = batch.tasks + [g.task for g in fresh for _ in g.response_tokens]
         lat = batch.scorer.latencies_s

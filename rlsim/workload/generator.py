@@ -189,9 +189,12 @@ class Workload:
         )
 
     def batch(
-        self, step: int, n_prompts: int | None = None, n_samples: int | None = None
+        self, step: int, n_prompts: int | None = None, n_samples: int | None = None,
+        first: int = 0,
     ) -> list[PromptGroup]:
-        """The first n_prompts groups of training step `step`, each with n_samples responses.
+        """The first n_prompts groups of training step `step`, each with n_samples responses,
+        from the `first` on (a policy that draws more prompts of a step later takes only the
+        new ones: the groups are those of the whole batch, built only from `first`).
 
         Defaults: prompts_per_step and samples_per_prompt. Over-provisioning policies ask for
         more of either; the result starts with exactly what the defaults give.
@@ -199,14 +202,15 @@ class Workload:
         n = self.cfg.prompts_per_step if n_prompts is None else n_prompts
         s = self.cfg.samples_per_prompt if n_samples is None else n_samples
         if self._rollouts is not None:
-            return self._replay_rollouts(step, n, s)
+            return self._replay_rollouts(step, n, s)[first:]
         self._check_request(step, n, s)
         if n == 0:
             return []
         if self._pool is not None:
-            return self._replay_pool(step, n, s)
+            return self._replay_pool(step, n, s)[first:]
         if self._agentic_q:
-            return self._agentic(step, n, s)
+            # Each trajectory's turns are Python objects: build only the ones asked for.
+            return self._agentic(step, n, s, first)
         if self._trace_response_tokens is not None:
             prompts, responses = self._replay(step, n, s)
         else:
@@ -220,7 +224,7 @@ class Workload:
                         task=None if k is None else names[k])
             for i, (p, r, k) in enumerate(zip(prompts.tolist(), responses.tolist(), tasks,
                                               strict=True))
-        ]
+        ][first:]
 
     def redraw(self, group: PromptGroup, n_samples: int, attempt: int = 1) -> PromptGroup:
         """The prompt of `group` generated again with `n_samples` fresh responses (a policy
@@ -322,10 +326,11 @@ class Workload:
                 for chunk in range(math.ceil(n / CHUNK_PROMPTS))]
         return np.concatenate(rows)[:n]
 
-    def _agentic(self, step: int, n: int, s: int) -> list[PromptGroup]:
-        """Synthetic multi-turn trajectories. A sample's turn count and each turn's response
-        share the prompt's difficulty through the group copula (rho); environment steps,
-        observations and resets are independent draws."""
+    def _agentic(self, step: int, n: int, s: int, first: int = 0) -> list[PromptGroup]:
+        """Synthetic multi-turn trajectories (groups `first` to n - 1 of the step's first n).
+        A sample's turn count and each turn's response share the prompt's difficulty through
+        the group copula (rho); environment steps, observations and resets are independent
+        draws."""
         a = self.cfg.agentic
         assert a is not None and self._prompt_q is not None and self._response_q is not None
         q = self._agentic_q
@@ -346,22 +351,26 @@ class Workload:
         prompts = to_tokens(self._prompt_q(c * z + math.sqrt(1.0 - c * c) * prompt_noise),
                             self.cfg.max_prompt_len)
         first_id = step * PROMPT_ID_STRIDE
+        # Python numbers of the groups asked for (tolist: no numpy scalar per value), then a
+        # sample's turns: every turn but the last is followed by an environment step.
+        rows = slice(first, n)
+        n_turns, resp = turns[rows].tolist(), lengths[rows].tolist()
+        env_l, obs_l, prompt_l = env_s[rows].tolist(), obs[rows].tolist(), prompts[rows].tolist()
+        reset_l = None if reset is None else reset[rows].tolist()
         out = []
-        for i in range(n):
+        for g in range(n - first):
             samples = []
             for j in range(s):
-                k = int(turns[i, j])
-                sample = tuple(
-                    Turn(int(lengths[i, j, t]), float(env_s[i, j, t]) if t < k - 1 else 0.0,
-                         int(obs[i, j, t]) if t < k - 1 else 0)
-                    for t in range(k))
+                last = int(n_turns[g][j]) - 1
+                r, e, o = resp[g][j], env_l[g][j], obs_l[g][j]
+                sample = (*map(Turn, r[:last], e[:last], o[:last]), Turn(r[last], 0.0, 0))
                 if a.max_context_len is not None:
-                    sample = context_capped(sample, int(prompts[i]), a.max_context_len)
+                    sample = context_capped(sample, prompt_l[g], a.max_context_len)
                 samples.append(sample)
             totals = tuple(sum(t.response_tokens + t.obs_tokens for t in sm) for sm in samples)
             out.append(PromptGroup(
-                first_id + i, int(prompts[i]), totals, cap, turns=tuple(samples),
-                reset_s=None if reset is None else tuple(float(x) for x in reset[i])))
+                first_id + first + g, prompt_l[g], totals, cap, turns=tuple(samples),
+                reset_s=None if reset_l is None else tuple(reset_l[g])))
         return out
 
     def _rows(self, step: int, n: int, size: int) -> IntArray:
