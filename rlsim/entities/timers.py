@@ -55,6 +55,9 @@ class Timers:
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
+        # SimPy's event counter (one `count` for the environment's life), held here so a
+        # timer reads it without an attribute lookup on the (interpreted) Environment.
+        self._eid = env._eid
         # A timer is (time, sequence number, fn, arg). `_heap` holds those of buckets up
         # to `_bucket`; later buckets wait in `_later` (bucket -> list), their ids in the
         # heap `_ids`.
@@ -70,9 +73,8 @@ class Timers:
 
     def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
-        env = self.env
-        t = env._now + delay
-        eid = next(env._eid)
+        t = self.env._now + delay
+        eid = next(self._eid)
         bucket = int(t * self._PER_S)
         if bucket <= self._bucket:
             heappush(self._heap, (t, eid, fn, arg))
