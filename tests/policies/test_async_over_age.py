@@ -124,8 +124,10 @@ def test_a_replaced_trajectory_runs_to_its_end_before_its_place_starts(monkeypat
     """Agentic: as ROLL's env manager plays an expired episode out (its rollout ignored),
     a trajectory of a replaced group finishes, ends stale, and only then does the sample
     that takes its place in the fresh group start."""
-    ends: list[tuple[int, float]] = []  # (replaced sample id, when it finished)
-    starts: dict[int, float] = {}  # id of a waiting slot -> when it started
+    # Slots themselves, not their id(): a finished group's slots are freed, and a later
+    # slot may take the same address.
+    ends: list[tuple[object, float]] = []  # (the slot taking its place, when it finished)
+    starts: dict[object, float] = {}  # a waiting slot -> when it started
     finished = asynchronous._AsyncRun._finished
     start = asynchronous._AsyncRun._start
 
@@ -133,13 +135,13 @@ def test_a_replaced_trajectory_runs_to_its_end_before_its_place_starts(monkeypat
         s = sample.rollout
         if s.group.replaced:
             nxt = self._handoff.get(s)
-            ends.append((id(nxt) if nxt is not None else 0, self.env.now))
+            ends.append((nxt, self.env.now))
         finished(self, sample)
 
     def record_start(self, s, engine=None):
         if s in self._waiting:
             raise AssertionError("a waiting slot started before its trajectory ended")
-        starts[id(s)] = self.env.now
+        starts[s] = self.env.now
         start(self, s, engine)
 
     monkeypatch.setattr(asynchronous._AsyncRun, "_finished", record_finish)
@@ -148,7 +150,7 @@ def test_a_replaced_trajectory_runs_to_its_end_before_its_place_starts(monkeypat
     assert _decisions(res, "async_replace")
     assert ends, "some replaced trajectory must have run to its end"
     for nxt, t in ends:
-        if nxt:
+        if nxt is not None:
             assert starts[nxt] == t  # its place starts as it ends, not before
     out = _outcomes(res)
     assert_one_outcome_each(out)
