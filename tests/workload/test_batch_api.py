@@ -24,3 +24,22 @@ def test_defaults_and_sizes() -> None:
 def test_misuse_raises(args: tuple[int, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make_workload().batch(*args)
+
+
+AGENTIC = {"turns": {"dist": "lognormal", "median": 4, "sigma": 0.5}, "max_turns": 9,
+           "env_step": {"dist": "normal", "mean": 2, "std": 1},
+           "env_reset": {"dist": "lognormal", "median": 1, "sigma": 0.5},
+           "obs_tokens": {"dist": "lognormal", "median": 50, "sigma": 0.4}}
+
+
+@pytest.mark.parametrize("fields", [{}, {"agentic": AGENTIC},
+                                    {"agentic": {**AGENTIC, "max_context_len": 3000}}],
+                         ids=["single-turn", "agentic", "agentic-capped"])
+def test_first_gives_the_tail_of_the_same_batch(fields: dict) -> None:
+    """`first=k` is the batch's groups from k on, exactly (an async replacement draws the
+    next prompts of a step without building the ones before them again)."""
+    w = make_workload(**fields)
+    whole = w.batch(2, 40, 6)
+    for k in (0, 1, 17, 39, 40):
+        tail = w.batch(2, 40, 6, first=k)
+        assert tail == whole[k:] and repr(tail) == repr(whole[k:])
