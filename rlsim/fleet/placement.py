@@ -413,25 +413,8 @@ class GroupScheduler:
                 chain, limit = mn.limits[w]
                 if mn.solo_jct_s > 0:
                     limit -= delay / mn.solo_jct_s * chain
-                bound = chain
-                if shares & 1:
-                    for n in m.roll:
-                        load = trial_roll.get(n, roll_load[n])
-                        if load > bound:
-                            bound = load
-                else:
-                    for n in m.roll:
-                        if roll_load[n] > bound:
-                            bound = roll_load[n]
-                if shares & 2:
-                    for n in m.train:
-                        load = trial_train.get(n, train_load[n])
-                        if load > bound:
-                            bound = load
-                else:
-                    for n in m.train:
-                        if train_load[n] > bound:
-                            bound = train_load[n]
+                bound = _peak(m.roll, trial_roll if shares & 1 else None, roll_load, chain)
+                bound = _peak(m.train, trial_train if shares & 2 else None, train_load, bound)
                 if bound > limit:
                     return None
                 if worst and bound > worst_bound:
@@ -718,6 +701,22 @@ class _NodeState:
         self.warm = [0.0] * nodes  # the jobs' warm starts, summed
         self.phase = ([0.0] * nodes, [0.0] * nodes)  # their phase seconds, summed
         self.load = ([0.0] * nodes, [0.0] * nodes)  # phases, plus warm starts once shared
+
+
+def _peak(nodes: tuple[int, ...], trial: dict[int, float] | None, load: list[float],
+          bound: float) -> float:
+    """The highest of `bound` and the loads of `nodes`: a trial's load where `trial` has
+    one (None: the nodes share none with the newcomer, so every load is the current one)."""
+    if trial is None:
+        for n in nodes:
+            if load[n] > bound:
+                bound = load[n]
+        return bound
+    for n in nodes:
+        x = trial.get(n, load[n])
+        if x > bound:
+            bound = x
+    return bound
 
 
 def _spec(roll: tuple[int, ...], train: tuple[int, ...], tail: tuple[float, ...],

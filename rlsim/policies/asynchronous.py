@@ -145,9 +145,7 @@ class _AsyncRun:
         self.published = first  # the engines' weights version
         self.launched = first  # batches launched so far
         self.caps = sandbox_caps(sc)
-        # No list of every batch launched: a batch lives while its groups do (each holds
-        # it), so a trained step's samples and turns are freed (issue 24: the 1,024-GPU
-        # async agentic run kept 2.5 M turns alive by 20 steps).
+        # No list of the batches launched: a batch lives while its groups do (`_retire`).
         self.ready: deque[_Group] = deque()  # complete groups, oldest first
         self.outcomes: Counter[str] = ph.job.outcomes  # attempts by how they ended
         self.resumed = 0
@@ -543,13 +541,8 @@ class _AsyncRun:
 
     def open_attempts(self) -> int:
         """Sample attempts started whose outcome is still open (in flight, or scored in a
-        group not trained yet): `leftover` as a running count."""
-        return self.job.open_attempts()
-
-    def leftover(self) -> int:
-        """Attempts whose outcome is still open when the run ends: in flight, or scored in
-        a group that was not trained yet. A job restart voids (ends) every attempt of the
-        run before it, so the job's running count is this run's."""
+        group not trained yet); at the run's end, its `leftover`. A job restart voids
+        (ends) every attempt of the run before it, so the job's count is this run's."""
         return self.job.open_attempts()
 
 
@@ -583,7 +576,7 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         extra["replaced_groups"] = run.replaced
     ph.rec.instant(CONTROLLER, "outcomes", ph.env.now, attempts=run.attempts,
                    trained=run.outcomes["trained"], stale=run.outcomes["stale"],
-                   cancelled=run.outcomes["cancelled"], leftover=run.leftover(), **extra)
+                   cancelled=run.outcomes["cancelled"], leftover=run.open_attempts(), **extra)
     ph.left(backlog=job.backlog)
 
 
