@@ -355,22 +355,9 @@ class GroupScheduler:
         for worst in self._bound_checks:
             w = int(worst)
             bound = need.limits[w][0]
-            trial_roll: dict[int, float] = {}
-            phase, warm = need.node_roll[w], need.warm_roll
-            jobs, sums, warms = rs.jobs, rs.phase[w], rs.warm
-            for n in roll:
-                load = phase if not jobs[n] else sums[n] + phase + warms[n] + warm
-                trial_roll[n] = load
-                if load > bound:
-                    bound = load
-            trial_train: dict[int, float] = {}
-            phase, warm = need.node_train[w], need.warm_train
-            jobs, sums, warms = ts.jobs, ts.phase[w], ts.warm
-            for n in train:
-                load = phase if not jobs[n] else sums[n] + phase + warms[n] + warm
-                trial_train[n] = load
-                if load > bound:
-                    bound = load
+            trial_roll, bound = rs.trial(roll, w, need.node_roll[w], need.warm_roll, bound)
+            trial_train, bound = ts.trial(train, w, need.node_train[w], need.warm_train,
+                                          bound)
             if early and need.early[w] and bound > need.limits[w][1]:
                 return None
             trials.append((bound, trial_roll, trial_train))
@@ -701,6 +688,20 @@ class _NodeState:
         self.warm = [0.0] * nodes  # the jobs' warm starts, summed
         self.phase = ([0.0] * nodes, [0.0] * nodes)  # their phase seconds, summed
         self.load = ([0.0] * nodes, [0.0] * nodes)  # phases, plus warm starts once shared
+
+    def trial(self, nodes: tuple[int, ...], w: int, phase: float, warm: float,
+              bound: float) -> tuple[dict[int, float], float]:
+        """A newcomer's load on each of `nodes` under check `w` (its phase, plus the phases
+        and warm starts of the jobs already there, its own warm start once shared), and the
+        highest of them and `bound`."""
+        jobs, sums, warms = self.jobs, self.phase[w], self.warm
+        loads: dict[int, float] = {}
+        for n in nodes:
+            load = phase if not jobs[n] else sums[n] + phase + warms[n] + warm
+            loads[n] = load
+            if load > bound:
+                bound = load
+        return loads, bound
 
 
 def _peak(nodes: tuple[int, ...], trial: dict[int, float] | None, load: list[float],
