@@ -567,6 +567,15 @@ def run_async(ph: Phases, workload: Workload) -> Generator[simpy.Event, Any, Non
         raise ScenarioError("policy.env_interaction", "async runs every trajectory on its own "
                             "(environment-level async); batched interaction is for sync and "
                             "one_off: drop it or set per_trajectory")
+    sc = ph.cluster.scenario
+    per_group, most = sc.policy.asynchronous.extra_per_group, workload.max_samples_per_prompt
+    if most is not None and sc.workload.samples_per_prompt + per_group > most:
+        raise ScenarioError(
+            "policy.asynchronous.extra_per_group", f"each group needs "
+            f"{sc.workload.samples_per_prompt} + {per_group} responses per prompt but the trace "
+            f"records {most}; set extra_per_group to at most "
+            f"{most - sc.workload.samples_per_prompt} or use a synthetic workload "
+            "(workload.response_len)")
     job = _AsyncJob(ph, workload)
     yield from ph.run_steps(ph.cluster.scenario.steps, job.step, start=job.start)
     run = job.run

@@ -153,3 +153,20 @@ def test_routing_spreads_samples_or_keeps_each_group_on_one_engine(routing, monk
         assert all(len(names) == 1 for names in by_prompt.values())
     else:  # 8 engines, 4 samples per prompt: a group spreads over 4 of them
         assert all(len(names) == 4 for names in by_prompt.values())
+
+
+def test_extra_samples_beyond_the_trace_are_a_clear_error():
+    """The quickstart's trace records 8 responses per prompt: a ninth (extra_per_group 1)
+    is one line naming the knob, not an internal error from the workload."""
+    from pathlib import Path
+
+    from rlsim.config.loading import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    scenario, base = load_scenario(root / "scenarios" / "quickstart.yaml", [
+        "policy.name=async", "policy.placement=disaggregated", "steps=1",
+        "policy.asynchronous.extra_per_group=1"])
+    with pytest.raises(ScenarioError) as err:
+        simulate(scenario, base)
+    assert err.value.field == "policy.asynchronous.extra_per_group"
+    assert "at most 0" in err.value.line()
