@@ -18,6 +18,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.exceptions import TyperException
 
+from rlsim.cli_advise import ADVISE_HELP
+from rlsim.cli_advise import advise as _advise_command
 from rlsim.cli_plugins import add_plugins
 from rlsim.config.errors import ScenarioError
 
@@ -655,6 +657,10 @@ def sweep(
                  if outcome.crashed else "")
         _fail(f"sweep: {len(failures)} of {outcome.points} points failed (listed above); "
               f"the others are kept in {out}{rerun}", code=1)
+
+
+# `rlsim advise` lives in cli_advise.py (its options are many); listed after sweep.
+app.command("advise", help=ADVISE_HELP)(_advise_command)
 
 
 @app.command()

@@ -289,12 +289,14 @@ def test_json_blocks_parse(block: Block) -> None:
 # ------------------------------------------------------------------ running the examples
 def cheap(args: list[str]) -> list[str]:
     """`rlsim ARGS` made cheap to run: two steps, grids cut to two values, one replicate,
-    at most two random points; a fleet's job shapes profiled over one step (its jobs set
-    their own steps)."""
+    at most two random points, at most six advise trials; a fleet's job shapes profiled
+    over one step (its jobs set their own steps)."""
     sub, out = args[0], list(args)
-    if sub not in ("run", "compare", "sweep"):
+    if sub not in ("run", "compare", "sweep", "advise"):
         return out
     for i, arg in enumerate(out[:-1]):
+        if arg == "--trials":
+            out[i + 1] = str(min(int(out[i + 1]), 6))
         if arg == "--grid" and "=" in out[i + 1]:
             key, values = out[i + 1].split("=", 1)
             out[i + 1] = f"{key}={','.join(values.split(',')[:2])}"

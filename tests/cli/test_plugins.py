@@ -20,9 +20,10 @@ from rlsim import cli
 from rlsim.cli_plugins import GROUP, add_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
-# `rlsim --help`'s order, unchanged since the two commands moved into the plugin.
-ORDER = ["run", "compare", "report", "sweep", "estimate", "calibrate", "validate", "list",
-         "schema", "fit", "import"]
+# `rlsim --help`'s order, unchanged since the two commands moved into the plugin (advise,
+# added later, after sweep).
+ORDER = ["run", "compare", "report", "sweep", "advise", "estimate", "calibrate", "validate",
+         "list", "schema", "fit", "import"]
 
 
 def _commands(app: typer.Typer) -> dict[str, object]:

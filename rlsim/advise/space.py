@@ -1,0 +1,281 @@
+"""The settings `rlsim advise` chooses among: one job, every way rlsim can run it.
+
+Owns the search space of one scenario: which policies, their placements, the rollout/train
+GPU split, the rollout tensor parallelism and maximum running sequences, and each policy's
+own knobs (`PolicyCaps.search_space`, config/policy_caps.py); and the valid points in it.
+
+The job is held fixed: its model, workload and total GPUs (`--gpus`, default the scenario's)
+on the scenario's GPU type. Every point runs those GPUs as one pool, colocated or split
+between rollout and training, so no point silently runs the job on fewer GPUs. A point is
+valid when its scenario loads and its memory fits (config/placement.py, cost_models), and it
+meets the static constraints (cost per hour; the staleness bound a policy's settings imply);
+invalid points are counted with their reasons and never simulated.
+
+A point is a `Config`, an ordered tuple of (parameter, value); its overrides are `--set`
+assignments on the scenario file's mapping. The space is a tree walked in one order by both
+the exhaustive grid (`Space.grid`) and the search (`Space.suggest`, an optuna trial), so both
+cover exactly the same points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlsim.advise.objectives import Constraint
+from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import scenario_from_dict
+from rlsim.config.policy_caps import Knob, KnobValue, caps, declared, lookup
+from rlsim.config.scenario import Scenario
+
+Config = tuple[tuple[str, KnobValue], ...]
+
+POLICY, PLACEMENT, ROLLOUT_GPUS = "policy", "placement", "rollout_gpus"
+TP, SEQS = "rollout.tp", "rollout.max_running_seqs"
+SEQS_CHOICES = (128, 256, 512)  # vLLM's max_num_seqs default (256), halved and doubled
+RANGE_LEVELS = 3  # a knob given as a range is tried at its ends and middle
+POOL = "cluster"  # the one pool every point runs on
+
+
+def config_key(config: Config) -> str:
+    """A config as canonical text (the key its results are stored under)."""
+    return json.dumps([[k, v] for k, v in config])
+
+
+def config_from_key(key: str) -> Config:
+    return tuple((k, v) for k, v in json.loads(key))
+
+
+def knob_values(knob: Knob) -> tuple[KnobValue, ...]:
+    """The values tried for a knob: its choices, or RANGE_LEVELS points of its range."""
+    if knob.choices:
+        return knob.choices
+    assert knob.low is not None and knob.high is not None
+    step = (knob.high - knob.low) / (RANGE_LEVELS - 1)
+    return tuple(round(knob.low + i * step, 6) for i in range(RANGE_LEVELS))
+
+
+@dataclass
+class Space:
+    """The valid points of one job (see the module docstring)."""
+
+    data: dict[str, Any]  # the scenario file's mapping, --set applied
+    base_dir: Path
+    source: str
+    gpus: int
+    node_size: int
+    gpu_type: str
+    pool: dict[str, Any]  # what the scenario's pools share (gpu, profile, price...)
+    steps: int
+    policies: tuple[str, ...]
+    splits: tuple[int, ...]  # rollout GPUs of a disaggregated point
+    tps: tuple[int, ...]
+    seqs: tuple[int, ...]
+    constraints: tuple[Constraint, ...] = ()
+    samples_recorded: int | None = None  # responses per prompt a trace holds (None: drawn)
+    invalid: Counter[str] = field(default_factory=Counter)  # reason -> points
+    _valid: dict[Config, bool] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- the tree
+    def _walk(self, choose: Callable[[str, Sequence[KnobValue]], KnobValue]) -> Config:
+        """One point, each parameter's value picked by `choose(name, choices)`."""
+        out: list[tuple[str, KnobValue]] = []
+        policy = str(choose(POLICY, self.policies))
+        out.append((POLICY, policy))
+        pc = caps(policy)
+        placement = str(choose(f"{policy}.{PLACEMENT}", pc.placements)) \
+            if len(pc.placements) > 1 else pc.placements[0]
+        out.append((PLACEMENT, placement))
+        if placement == "disaggregated":
+            out.append((ROLLOUT_GPUS, choose(ROLLOUT_GPUS, self.splits)))
+        out.append((TP, choose(TP, self.tps)))
+        out.append((SEQS, choose(SEQS, self.seqs)))
+        for knob in pc.search_space:
+            out.append((knob.field, choose(knob.field, knob_values(knob))))
+        return tuple(out)
+
+    def grid(self) -> Iterator[Config]:
+        """Every point of the space, valid or not, in a fixed order."""
+        def expand(prefix: dict[str, KnobValue]) -> Iterator[Config]:
+            pending: list[tuple[str, Sequence[KnobValue]]] = []
+
+            def choose(name: str, choices: Sequence[KnobValue]) -> KnobValue:
+                if name in prefix:
+                    return prefix[name]
+                pending.append((name, choices))
+                return choices[0]
+
+            config = self._walk(choose)
+            if not pending:
+                yield config
+                return
+            name, choices = pending[0]
+            for value in choices:
+                yield from expand({**prefix, name: value})
+
+        yield from expand({})
+
+    def params(self, config: Config) -> dict[str, KnobValue]:
+        """The optuna parameters (the tree's names) that propose `config`."""
+        values = dict(config)
+        out: dict[str, KnobValue] = {}
+
+        def choose(name: str, choices: Sequence[KnobValue]) -> KnobValue:
+            out[name] = values[PLACEMENT if name.endswith(f".{PLACEMENT}") else name]
+            return out[name]
+
+        self._walk(choose)
+        return out
+
+    def suggest(self, trial: Any) -> Config:
+        """The point an optuna trial proposes (the parameters' names are the tree's)."""
+        return self._walk(lambda name, choices: trial.suggest_categorical(name, list(choices)))
+
+    # ----------------------------------------------------------------- points
+    def overrides(self, config: Config, seed: int | None = None) -> list[str]:
+        """The `--set` assignments that make the scenario file run `config`."""
+        values = dict(config)
+        pool = {"name": POOL, **self.pool, "nodes": self.gpus // self.node_size}
+        out = [f"pools={json.dumps([pool])}", f"rollout.pool={POOL}", f"train.pool={POOL}",
+               f"steps={self.steps}", f"policy.name={values[POLICY]}",
+               f"policy.placement={values[PLACEMENT]}"]
+        if values[PLACEMENT] == "disaggregated":
+            k = int(values[ROLLOUT_GPUS])
+            out += [f"rollout.gpus={k}", f"train.gpus={self.gpus - k}"]
+        else:
+            out += ["rollout.gpus=null", "train.gpus=null"]
+        for name, value in config:
+            if name in (POLICY, PLACEMENT, ROLLOUT_GPUS):
+                continue
+            out.append(f"{name}={json.dumps(value)}")
+        if seed is not None:
+            out.append(f"seed={seed}")
+        return out
+
+    def scenario(self, config: Config) -> Scenario:
+        scenario, _ = scenario_from_dict(self.data, self.overrides(config), self.base_dir,
+                                         self.source)
+        return scenario
+
+    def staleness_bound(self, config: Config) -> float:
+        """The most steps a sample may lag the weights under `config` (its policy's bound)."""
+        values = dict(config)
+        if not caps(str(values[POLICY])).off_policy:
+            return 0
+        return float(values.get("policy.asynchronous.alpha", 1))
+
+    def why_invalid(self, config: Config) -> str | None:
+        """Why `config` cannot run (one line), or None if it can."""
+        for c in self.constraints:
+            if c.figure == "staleness" and c.op == "<=" and self.staleness_bound(config) > c.bound:
+                return f"constraint {c.text()}: the policy's staleness bound is above it"
+        need = _samples_needed(dict(config), int(self.data["workload"]["samples_per_prompt"]))
+        if self.samples_recorded is not None and need > self.samples_recorded:
+            return (f"needs {need} responses per prompt; the trace records "
+                    f"{self.samples_recorded}")
+        try:
+            scenario = self.scenario(config)
+            from rlsim.entities.cluster import cost_models
+
+            cost_models(scenario)  # the memory fit: weights, KV cache, trainer state
+        except ScenarioError as err:
+            return ScenarioError(err.field, err.message).line().replace("\n", " ")
+        for c in self.constraints:
+            if c.figure == "usd_per_hour":
+                usd = sum(p.gpus * (p.price or 0.0) for p in scenario.pools)
+                if not c.holds({"usd_per_hour": usd}):
+                    return f"constraint {c.text()}: the job's GPUs cost {usd:g} $/h"
+        return None
+
+    def valid(self, config: Config) -> bool:
+        """Whether `config` can run (each point checked once; reasons counted)."""
+        known = self._valid.get(config)
+        if known is None:
+            why = self.why_invalid(config)
+            known = self._valid[config] = why is None
+            if why is not None:
+                self.invalid[why] += 1
+        return known
+
+    def valid_grid(self) -> list[Config]:
+        return [c for c in self.grid() if self.valid(c)]
+
+
+def _samples_needed(values: dict[str, KnobValue], r0: int) -> int:
+    """Responses per prompt a config draws (the policies refuse more than a trace holds at
+    run time; policies/tail_batching.py, policies/asynchronous.py)."""
+    if values[POLICY] == "tail_batching":
+        return math.ceil(float(values.get("policy.tail_batching.eta_r", 1.0)) * r0)
+    if values[POLICY] == "async":
+        return r0 + int(values.get("policy.asynchronous.extra_per_group", 0))
+    return r0
+
+
+def _gpu_name(pool: dict[str, Any]) -> str:
+    gpu = pool.get("gpu")
+    return gpu if isinstance(gpu, str) else str((gpu or {}).get("name", ""))
+
+
+def build_space(data: dict[str, Any], scenario: Scenario, base_dir: Path, source: str,
+                policies: Sequence[str] | None, gpus: int | None,
+                constraints: Sequence[Constraint], steps: int | None) -> Space:
+    """The space of the job in `scenario` (`data`: its mapping with --set applied)."""
+    pools = scenario.pools
+    raw = [p for p in data.get("pools", []) if isinstance(p, dict)]
+    shared = [{k: v for k, v in p.items() if k not in ("name", "nodes")} for p in raw]
+    if not shared or any(s != shared[0] for s in shared) or not _gpu_name(shared[0]):
+        raise ScenarioError("pools", "advise runs the job as one pool of one GPU type: give "
+                            "every pool the same gpu (and profile, price, GPUs per node)")
+    gpu_type = _gpu_name(shared[0])
+    node = pools[0].node_size
+    total = gpus if gpus is not None else sum(p.gpus for p in pools)
+    if total <= 0 or total % node:
+        raise ScenarioError("--gpus", f"must be a positive multiple of the {node} GPUs per "
+                            f"node, got {total}")
+    names = tuple(policies) if policies else tuple(c.name for c in declared())
+    for name in names:
+        if lookup(name) is None:
+            raise ScenarioError("--policies", f"unknown policy {name!r}; choose among "
+                                f"{', '.join(c.name for c in declared())}")
+    if not names:
+        raise ScenarioError("--policies", "name at least one policy")
+    # Rollout GPUs of a split: eighths of the job from a quarter to three quarters.
+    step = max(1, total // 8)
+    splits = tuple(sorted({k for k in range(step, total, step) if total / 4 <= k <= 3 * total / 4}))
+    tps = tuple(t for t in (1, 2, 4, 8, 16) if t <= max(node, 8) and t <= total)
+    # Cover the longest cycle twice after the warm-up: async's alpha + 1 steps.
+    alphas = [v for c in names for k in caps(c).search_space
+              if k.field == "policy.asynchronous.alpha" for v in k.choices]
+    cycle = 1 + max([int(a) for a in alphas] + [1])
+    need = scenario.output.warmup_steps + 2 * cycle
+    if steps is not None and steps < need:
+        raise ScenarioError("--steps", f"must be at least {need} (the warm-up and the "
+                            f"longest policy cycle, {cycle} steps, twice), got {steps}")
+    from rlsim.config.streams import stream
+    from rlsim.workload import Workload
+
+    recorded = Workload(scenario.workload, stream(scenario.seed, "workload"),
+                        base_dir).max_samples_per_prompt
+    return Space(data=data, base_dir=base_dir, source=source, gpus=total, node_size=node,
+                 gpu_type=gpu_type, pool=shared[0], steps=steps or max(scenario.steps, need),
+                 policies=names, splits=splits, tps=tps, seqs=SEQS_CHOICES,
+                 constraints=tuple(constraints), samples_recorded=recorded)
+
+
+def describe(config: Config) -> str:
+    """A config in a line: `async, disaggregated 32+32, tp 4, 256 seqs, alpha 2, ...`."""
+    values = dict(config)
+    parts = [str(values[POLICY]), str(values[PLACEMENT])]
+    if ROLLOUT_GPUS in values:
+        parts[-1] += f" (rollout {values[ROLLOUT_GPUS]} GPUs)"
+    parts.append(f"rollout tp {values[TP]}")
+    parts.append(f"{values[SEQS]} running seqs")
+    for name, value in config:
+        if name.startswith("policy."):
+            parts.append(f"{name.rsplit('.', 1)[-1]} {value}")
+    return ", ".join(parts)
