@@ -77,8 +77,9 @@ validate-quick: $(STAMP)
 validate-quick-check: $(STAMP)
 	$(BIN)/python -m calibration.live.check_quick --runs 3 --limit 0.10
 
-# The README's pictures: the quickstart run's report and the example sweep's report, each
-# checked in headless chromium (no JS errors, every plot rendered) and screenshotted.
+# The README's pictures: the quickstart run's report, the example sweep's report and the
+# quickstart's advise report, each checked in headless chromium (no JS errors, every plot
+# rendered) and screenshotted.
 SWEEP_EXAMPLE := scenarios/quickstart.yaml --set steps=10 --grid rollout.tp=1,2,4 \
   --grid workload.prompts_per_step=64,128,256 --reps 3
 screenshots: $(STAMP)
@@ -88,6 +89,9 @@ screenshots: $(STAMP)
 	$(BIN)/rlsim sweep $(SWEEP_EXAMPLE) --out runs/sweep-tp
 	$(BIN)/rlsim report runs/sweep-tp
 	$(BIN)/python -m rlsim.report.browser runs/sweep-tp/report.html reports/sweep-report.png
+	rm -rf runs/advise-quickstart
+	$(BIN)/rlsim advise scenarios/quickstart.yaml --trials 60 --out runs/advise-quickstart
+	$(BIN)/python -m rlsim.report.browser runs/advise-quickstart/report.html reports/advise-report.png
 
 # reports/rollpacker.md: the RollPacker reproduction (pairs, ablation, eta sweep) vs the paper.
 rollpacker-report: $(STAMP)
