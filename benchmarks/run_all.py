@@ -35,6 +35,12 @@ TARGETS: dict[str, dict[str, float | tuple[str, float]]] = {
     "report_1m_spans": {"render_s": 30.0, "html_mb": 30.0, "downsampled_note": (">=", 1)},
     "rollpacker_runs": {"max_run_wall_s": 10.0},
     "placement_2000": {"decide_s": 0.4},  # CPU seconds of the decisions (issue 24)
+    # rlsim advise (issue 25): as good as the grid's best within the replicate spread, with
+    # at most a fifth of its evaluations; 100 trials of a 64-GPU job within 3 minutes.
+    "advise_grid": {f"{job}_{key}": bound for job in ("quickstart", "llama70b_64xh100")
+                    for key, bound in (("at_least_as_good", (">=", 1)),
+                                       ("evaluations_ratio", 0.2))},
+    "advise_trials": {"wall_s": 180.0},
 }
 
 
