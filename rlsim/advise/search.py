@@ -10,9 +10,11 @@ Trials are asked in batches of BATCH and told in trial order, and
 each ask seeds TPE from (seed, trial number), so the proposals depend only on the seed and
 on what was told before: the same seed gives the same trials, however the batch's runs
 finish. A config already simulated is told its stored value without running again (TPE
-re-proposes points of a finite space). `--resume` reads both files: a trial left running
-by a killed process is told its stored result if its run finished, and is otherwise marked
-failed and its config asked again first, so no trial is lost and none runs twice.
+re-proposes points of a finite space); when a batch's asks keep finding nothing new, a
+valid config not yet run, drawn with the trial's seed, is asked next. `--resume` reads both
+files: a trial left running by a killed process is marked failed and its config asked again
+first, and its run, if it had finished, is read back from `evaluations.jsonl` rather than
+repeated; so no trial is lost and none runs twice.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from rlsim.sweep.spec import Point, replicate_seed
 
 TODAY = "today"  # the key of the scenario as given (its own settings)
 ASK_LIMIT = 20  # asks per trial wanted before the space is taken as exhausted
-STALL = 2  # batches that found nothing new before a config not yet run is asked
+STALL_ASKS = 32  # asks in a batch that find nothing new before a config not yet run is asked
 BATCH = 4  # trials asked before their runs are told: fixed, so results do not depend on
 # the machine's cores (the runs of a batch go to the executor together)
 
@@ -192,20 +194,22 @@ def search(space: Space, objectives: list[Objective], runner: Runner, trials: in
                 and runner.journal.get(t.user_attrs["key"], 0) is not None}
 
     done = distinct()
-    asked = stalled = 0
+    asked = 0
+    stalled = False
     while len(done) < trials and asked < ASK_LIMIT * trials:
-        if stalled >= STALL and grid:
-            # TPE keeps proposing what it has: ask next a valid config not yet run, drawn
+        if stalled and grid:
+            # TPE keeps proposing what has run: ask next a valid config not yet run, drawn
             # with the trial's seed (so the run stays reproducible).
             fresh = [c for c in grid if config_key(c) not in done]
             if fresh:
                 pick = fresh[_trial_seed(seed, len(study.get_trials(deepcopy=False)))
                              % len(fresh)]
                 study.enqueue_trial(space.params(pick), user_attrs={"fresh": True})
-            stalled = 0
         pending: list[tuple[Any, str]] = []
+        tries = 0
         while len(pending) < batch and len(done) + len(pending) < trials \
-                and asked < ASK_LIMIT * trials:
+                and asked < ASK_LIMIT * trials and tries < STALL_ASKS:
+            tries += 1
             number = len(study.get_trials(deepcopy=False))
             study.sampler = optuna.samplers.TPESampler(
                 seed=_trial_seed(seed, number), multivariate=True, group=True,
@@ -229,10 +233,9 @@ def search(space: Space, objectives: list[Objective], runner: Runner, trials: in
                 continue
             trial.set_user_attr("simulated", True)
             pending.append((trial, key))
+        stalled = tries >= STALL_ASKS
         if not pending:
-            stalled += 1
             continue
-        stalled = 0
         evs = runner.run([(key, 0) for _, key in pending])
         for (trial, key), ev in zip(pending, evs, strict=True):
             tell(trial, ev)
