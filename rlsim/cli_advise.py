@@ -96,7 +96,9 @@ def advise(
                           ("today", advice.today, advice.margin_over_today)):
         if who and m:
             lines.append(f"  over {label} ({who['description']}): {margin_text(m, unit)}")
-    lines += [*(f"  caveat: {c}" for c in advice.caveats),
+    lines += ["  changes from the scenario as given:",
+              *(f"    {c}" for c in advice.changes),
+              *(f"  caveat: {c}" for c in advice.caveats),
               f"{advice.evaluations} simulations; run it: rlsim run {out / 'recommended.yaml'}",
               f"report: {out / 'report.html'}"]
     typer.echo("\n".join(lines))

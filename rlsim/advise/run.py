@@ -39,6 +39,7 @@ from rlsim.advise.space import Space, build_space, config_from_key, config_key, 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.fleet_loading import is_fleet
 from rlsim.config.loading import apply_override, load_scenario, read_yaml_file
+from rlsim.config.scenario import Scenario
 from rlsim.report.page import write_atomic
 from rlsim.sweep.executors import check_executor, make_executor
 from rlsim.sweep.spec import PointContext, read_base
@@ -92,13 +93,14 @@ class Advice:
     evaluations: int
     failures: dict[str, int]
     caveats: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # the scenario's fields to change
 
     def brief(self) -> dict[str, Any]:
         """What `--json` prints: the recommendation, its value and spread, the runner-up."""
         return {"objective": self.objective, "recommended": self.recommended,
                 "runner_up": self.runner_up, "margin_over_runner_up": self.margin_over_runner_up,
                 "today": self.today, "margin_over_today": self.margin_over_today,
-                "evaluations": self.evaluations}
+                "changes": self.changes, "evaluations": self.evaluations}
 
 
 def _check_out(out: Path, resume: bool, asked: dict[str, Any]) -> None:
@@ -137,12 +139,44 @@ def _rebase(value: str, base_dir: Path, out: Path) -> str:
     return os.path.relpath((base_dir / p).resolve(), out.resolve())
 
 
-def recommended_yaml(space: Space, key: str, header: str, out: Path) -> str:
-    """The scenario file that runs the recommendation (checked to load from `out`)."""
+def recommended_data(space: Space, key: str) -> dict[str, Any]:
+    """The scenario mapping that runs config `key`."""
     data = copy.deepcopy(space.data)
     for assignment in space.overrides(config_from_key(key)):
         apply_override(data, assignment)
-    data = _rebase_paths(data, space.base_dir, out)
+    return data
+
+
+def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            out.update(_leaves(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: node}
+
+
+def changes(before: Scenario, after: Scenario) -> list[str]:
+    """What a user changes to go from `before` to `after`, as validated (defaults filled
+    in, so a knob left at its default is not listed): one line per field
+    (`policy.name: "sync" -> "async"`), the pools as one line; `steps` (advise's
+    measurement length) is not a change to deploy."""
+    out = []
+    if before.pools != after.pools:
+        def pools(sc: Scenario) -> str:
+            return " + ".join(f"{p.name}: {p.gpus} GPUs" for p in sc.pools)
+        out.append(f"pools: {pools(before)} -> {pools(after)}")
+    a, b = (_leaves(sc.model_dump(mode="json", exclude={"pools", "steps"}))
+            for sc in (before, after))
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            out.append(f"{k}: {json.dumps(a.get(k))} -> {json.dumps(b.get(k))}")
+    return out
+
+
+def recommended_yaml(space: Space, key: str, header: str, out: Path) -> str:
+    """The scenario file that runs the recommendation (checked to load from `out`)."""
+    data = _rebase_paths(recommended_data(space, key), space.base_dir, out)
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
@@ -271,6 +305,7 @@ def advise(opts: AdviseOptions, resume: bool = False,
         failures=failures,
         caveats=_caveats(best, today, scenario.framework != type(scenario.framework)(),
                          sum(p.gpus for p in scenario.pools), space.gpus),
+        changes=changes(scenario, space.scenario(config_from_key(best.key))),
     )
     _write(out, space, advice, obj)
     return advice
@@ -316,6 +351,8 @@ def _write(out: Path, space: Space, advice: Advice, obj: Objective) -> None:
         f"±{amount(rec['spread'])}).",
         f"Over the runner-up: {margin_text(m, obj.unit)}." if m else "No runner-up.",
         f"Over the scenario as given: {margin_text(advice.margin_over_today, obj.unit)}.",
+        "Changes from the scenario as given:",
+        *(f"  {c}" for c in advice.changes),
         f"Run it: rlsim run {out / 'recommended.yaml'}",
         "",
     ])

@@ -67,6 +67,11 @@ def render_advice(advice: Any) -> str:
     page.raw(table(["", "configuration", advice.objective, "spread",
                     "recommended's margin over it"], rows))
 
+    page.sub("Changes from the scenario as given",
+             "The fields of the scenario file that recommended.yaml changes.")
+    page.raw("<ul>" + "".join(f"<li><code>{esc(c)}</code></li>" for c in advice.changes)
+             + "</ul>")
+
     fig_rows = []
     for f in [*advice.finalists, *([advice.today] if advice.today else [])]:
         g = f["figures"]

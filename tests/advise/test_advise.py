@@ -217,3 +217,25 @@ def test_a_fleet_or_a_missing_file_is_one_line(tmp_path: Path, monkeypatch, caps
     code, _, err = run_cli(["advise", str(root / scenario), "--out", str(tmp_path / "o")],
                            monkeypatch, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err, err
+
+
+def test_changes_name_the_fields_to_change_and_nothing_else() -> None:
+    from rlsim.advise.run import changes
+    from rlsim.config.loading import scenario_from_dict
+
+    before, _ = scenario_from_dict(tiny(steps=2))
+    after, _ = scenario_from_dict(tiny(
+        steps=11, policy={"name": "async", "placement": "disaggregated",
+                          "asynchronous": {"alpha": 2, "extra_per_group": 0}},
+        pools=[{"name": "cluster", "gpu": "H100", "nodes": 2}],
+        rollout={"pool": "cluster", "tp": 1, "gpus": 8},
+        train={"pool": "cluster", "tp": 1, "gpus": 8}))
+    lines = changes(before, after)
+    assert lines == [
+        "pools: cluster: 8 GPUs -> cluster: 16 GPUs",
+        'policy.asynchronous.alpha: 1 -> 2',
+        'policy.name: "sync" -> "async"',
+        'policy.placement: "colocated" -> "disaggregated"',
+        "rollout.gpus: null -> 8",
+        "train.gpus: null -> 8",
+    ]  # extra_per_group stays at its default 0; steps is advise's, not a change
