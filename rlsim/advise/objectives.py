@@ -87,7 +87,6 @@ CONSTRAINTS: dict[str, tuple[str, str]] = {
     "usd_per_1k_tokens": ("usd_per_1k_tokens", "<="),
     "step_time": ("step_time", "<="),
     "tokens_per_s": ("tokens_per_s", ">="),
-    "min_tokens_per_s": ("tokens_per_s", ">="),
     "goodput": ("goodput", ">="),
 }
 

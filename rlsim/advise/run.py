@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,11 +37,16 @@ from rlsim.advise.search import TODAY, Evaluation, Journal, Runner, search
 from rlsim.advise.space import Space, build_space, config_from_key, config_key, describe
 from rlsim.config.errors import ScenarioError
 from rlsim.config.fleet_loading import is_fleet
-from rlsim.config.loading import apply_override, load_scenario, read_yaml_file
+from rlsim.config.loading import (
+    apply_override,
+    load_scenario,
+    read_yaml_file,
+    rebase_paths,
+)
 from rlsim.config.scenario import Scenario
 from rlsim.report.page import write_atomic
 from rlsim.sweep.executors import check_executor, make_executor
-from rlsim.sweep.spec import PointContext, read_base
+from rlsim.sweep.spec import PointContext
 
 FINALISTS = 3  # the search's best configs run on every replicate seed (and, with several
 # objectives, the best on each other objective)
@@ -121,24 +125,6 @@ def _check_out(out: Path, resume: bool, asked: dict[str, Any]) -> None:
                             "--resume to continue the advise run in it")
 
 
-def _rebase_paths(node: Any, base_dir: Path, out: Path) -> Any:
-    """Relative file paths in a scenario mapping, made relative to `out` instead."""
-    if isinstance(node, dict):
-        return {k: _rebase_paths(v, base_dir, out) if not isinstance(v, str) or
-                k not in ("path", "model", "profile") else _rebase(v, base_dir, out)
-                for k, v in node.items()}
-    if isinstance(node, list):
-        return [_rebase_paths(v, base_dir, out) for v in node]
-    return node
-
-
-def _rebase(value: str, base_dir: Path, out: Path) -> str:
-    p = Path(value)
-    if p.is_absolute() or not (base_dir / p).exists():
-        return value  # a catalog name (model: qwen2.5-7b) or an absolute path
-    return os.path.relpath((base_dir / p).resolve(), out.resolve())
-
-
 def recommended_data(space: Space, key: str) -> dict[str, Any]:
     """The scenario mapping that runs config `key`."""
     data = copy.deepcopy(space.data)
@@ -176,7 +162,8 @@ def changes(before: Scenario, after: Scenario) -> list[str]:
 
 def recommended_yaml(space: Space, key: str, header: str, out: Path) -> str:
     """The scenario file that runs the recommendation (checked to load from `out`)."""
-    data = _rebase_paths(recommended_data(space, key), space.base_dir, out)
+    data = rebase_paths(recommended_data(space, key), space.base_dir, out,
+                        keys=("path", "model", "profile"))
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
@@ -205,16 +192,17 @@ def advise(opts: AdviseOptions, resume: bool = False,
     check_executor(opts.executor, opts.jobs, opts.address)
     path = Path(opts.scenario)
     try:
-        fleet = is_fleet(read_yaml_file(path))
+        raw = read_yaml_file(path)
     except ScenarioError:
-        fleet = False  # unreadable: load_scenario says why
-    if fleet:
+        raw = None  # unreadable: load_scenario says why
+    if is_fleet(raw):
         raise ScenarioError("", "advise takes a single-job scenario, not a fleet (kind: "
                             "fleet): advise each job of the fleet on its own", str(path))
-    scenario, _ = load_scenario(path, list(opts.overrides))
-    data, base_dir, seed = read_base(path, opts.overrides)
+    scenario, base_dir = load_scenario(path, list(opts.overrides))
+    data = copy.deepcopy(raw)  # the file's mapping, --set applied, for every point
     for assignment in opts.overrides:
         apply_override(data, assignment)
+    seed = scenario.seed
     space = build_space(data, scenario, base_dir, str(path), opts.policies or None, opts.gpus,
                         constraints, opts.steps)
     valid = space.valid_grid()

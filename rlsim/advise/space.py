@@ -242,8 +242,6 @@ def build_space(data: dict[str, Any], scenario: Scenario, base_dir: Path, source
         if lookup(name) is None:
             raise ScenarioError("--policies", f"unknown policy {name!r}; choose among "
                                 f"{', '.join(c.name for c in declared())}")
-    if not names:
-        raise ScenarioError("--policies", "name at least one policy")
     # Rollout GPUs of a split: eighths of the job from a quarter to three quarters.
     step = max(1, total // 8)
     splits = tuple(sorted({k for k in range(step, total, step) if total / 4 <= k <= 3 * total / 4}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import types
 import typing
 from pathlib import Path
@@ -240,6 +241,27 @@ def scenario_from_dict(
 
 def _with_source(err: ScenarioError, source: str | None) -> ScenarioError:
     return ScenarioError(err.field, err.message, err.source or source)
+
+
+def rebase_paths(node: Any, base: Path, to: Path | None = None,
+                 keys: tuple[str, ...] = ("path",)) -> Any:
+    """`node` (a scenario mapping) for a file written in another folder: each relative
+    `path` value, resolved against `base`, made absolute, or relative to the folder `to`.
+    Other `keys` (`model`, `profile`) name a file or a catalogue entry: they are rebased only
+    when the file exists under `base`."""
+    def moved(key: str, value: str) -> str:
+        p = Path(value)
+        if p.is_absolute() or (key != "path" and not (base / p).exists()):
+            return value
+        target = (base / p).resolve()
+        return os.path.relpath(target, to.resolve()) if to is not None else str(target)
+
+    if isinstance(node, dict):
+        return {k: moved(k, v) if k in keys and isinstance(v, str)
+                else rebase_paths(v, base, to, keys) for k, v in node.items()}
+    if isinstance(node, list):
+        return [rebase_paths(v, base, to, keys) for v in node]
+    return node
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:

@@ -53,6 +53,7 @@ from scipy.stats import norm
 
 from rlsim.api import simulate
 from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import rebase_paths
 from rlsim.config.placement import resolve_placement
 from rlsim.config.scenario import FrameworkConfig, Scenario
 from rlsim.fit.logs import MeasuredRun, StepRecord, summary
@@ -353,18 +354,6 @@ def replay_lengths(scenario: Scenario, stats: dict[str, Any]) -> tuple[dict[str,
     return out, replayed
 
 
-def _absolute_paths(node: Any, base: Path) -> Any:
-    """`node` with every relative `path` value made absolute against `base` (a fitted
-    scenario is written to another folder than its input)."""
-    if isinstance(node, dict):
-        return {k: (str((base / v).resolve()) if k == "path" and isinstance(v, str)
-                    and not Path(v).is_absolute() else _absolute_paths(v, base))
-                for k, v in node.items()}
-    if isinstance(node, list):
-        return [_absolute_paths(v, base) for v in node]
-    return node
-
-
 # --------------------------------------------------------------------------------------------
 # What the log identifies
 
@@ -630,7 +619,7 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     workload, replayed = replay_lengths(scenario, stats)
     data = scenario.dump()
     data["workload"] = workload
-    data = _absolute_paths(data, base)
+    data = rebase_paths(data, base)
     try:
         replayed_sc = Scenario.model_validate(data, context={"base_dir": str(base)})
     except Exception as err:  # the replayed lengths must make a valid scenario
