@@ -308,6 +308,13 @@ class TrainConfig(Frozen):
     ep: int = Field(
         default=1, gt=0, description="Expert-parallel degree of an MoE model (veRL "
         "megatron.expert_model_parallel_size); megatron only.")
+    fsdp_size: int | None = Field(
+        default=None, ge=-1,
+        description="FSDP shard group size (veRL actor_rollout_ref.actor.fsdp_config."
+        "fsdp_size): parameters, gradients and optimizer state are sharded over groups of "
+        "this many GPUs, the groups replicated (HSDP) with the gradients all-reduced across "
+        "them every micro-batch. None, -1 or at least train.gpus: one group of all GPUs "
+        "(plain FSDP). Must divide train.gpus; fsdp and fsdp2 only.")
     critic: bool = Field(
         default=False, description="PPO with a critic of the actor's size (veRL "
         "algorithm.adv_estimator: gae): a value forward before training and a critic update "
@@ -324,6 +331,14 @@ class TrainConfig(Frozen):
             if self.ep > 1:
                 raise ValueError(f"train.ep: backend {self.backend} has no expert "
                                  "parallelism; use backend megatron")
+        if self.fsdp_size is not None and self.fsdp_size != -1:
+            if self.fsdp_size < 1:
+                raise ValueError("train.fsdp_size: a shard group of at least 1 GPU, or -1 "
+                                 f"for all GPUs; got {self.fsdp_size}")
+            if self.backend not in ("fsdp", "fsdp2"):
+                raise ValueError(f"train.fsdp_size: shards an FSDP trainer; backend "
+                                 f"{self.backend} has its own sharding: drop fsdp_size or use "
+                                 "backend fsdp2")
         if self.pad_to_multiple_of is not None and self.micro_batch_size_per_gpu is None:
             raise ValueError("train.pad_to_multiple_of: pads fixed micro-batches; set "
                              "train.micro_batch_size_per_gpu too, or drop it")

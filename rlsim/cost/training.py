@@ -119,12 +119,13 @@ class TrainBatching:
     grad_offload: bool = False
     optimizer_offload: bool = False
     ep: int = 1  # expert-parallel degree (MoE)
+    fsdp_size: int | None = None  # FSDP shard group (HSDP, veRL fsdp_size); None: all GPUs
 
     def __post_init__(self) -> None:
         for name in ("ppo_mini_batch_size", "micro_batch_size", "max_tokens",
                      "log_prob_micro_batch_size", "log_prob_max_tokens", "pad_to",
                      "log_prob_pad_to",
-                     "ref_pad_to", "pad_to_multiple_of"):
+                     "ref_pad_to", "pad_to_multiple_of", "fsdp_size"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be >= 1, got {v}")
@@ -220,6 +221,12 @@ class TrainCost:
             batching = TrainBatching(recompute="full" if recompute_activations else "none")
         self.batching = batching
         self.ep = batching.ep
+        # FSDP's shard group: all GPUs (ZeRO-3), or fsdp_size of them with the groups
+        # replicated (HSDP, veRL fsdp_config.fsdp_size; verl/workers/fsdp_workers.py
+        # create_device_mesh: a (gpus / fsdp_size, fsdp_size) mesh, plain FSDP when
+        # fsdp_size >= gpus).
+        fs = batching.fsdp_size
+        self.shard_gpus = gpus if fs is None or fs >= gpus else fs
         if backend is not None:
             self._check_backend(backend)
         self._flops_per_s = profile.train_mfu * gpu.bf16_tflops * 1e12 * gpus
@@ -269,6 +276,7 @@ class TrainCost:
             grad_offload=t.grad_offload,
             optimizer_offload=t.optimizer_offload,
             ep=t.ep,
+            fsdp_size=None if t.fsdp_size in (None, -1) else t.fsdp_size,
         )
         speed = 1.0 if framework is None else framework.train_speed
         mb_s = None if framework is None else framework.micro_batch_overhead
@@ -277,6 +285,15 @@ class TrainCost:
                    batching=batching, speed=speed, micro_batch_overhead_s=mb_s)
 
     def _check_backend(self, b: TrainBackend) -> None:
+        if self.shard_gpus != self.gpus:
+            if not b.shard_params_over_dp:
+                raise KnobError("fsdp_size", f"fsdp_size={self.batching.fsdp_size} shards an "
+                                f"FSDP trainer; backend {b.name} shards its optimizer over "
+                                "all data-parallel ranks: drop fsdp_size or use fsdp/fsdp2")
+            if self.gpus % self.shard_gpus:
+                raise KnobError("fsdp_size", f"fsdp_size={self.shard_gpus} must divide the "
+                                f"{self.gpus} training GPUs (veRL builds a (gpus / fsdp_size, "
+                                "fsdp_size) device mesh)")
         if not b.supports_tp_pp and (self.tp > 1 or self.pp > 1):
             raise KnobError(
                 "backend", f"backend {b.name} has no tensor or pipeline parallelism (tp={self.tp}, "
@@ -400,13 +417,14 @@ class TrainCost:
     def state_bytes_per_gpu(self) -> float:
         """Params + grads + optimizer state on one GPU: the backend's bytes per parameter
         and sharding (Megatron: params and grads over TP x PP (x EP for experts), the
-        optimizer over all GPUs; FSDP: everything over all GPUs); without a backend, the
+        optimizer over all GPUs; FSDP: everything over its shard group, all GPUs unless
+        fsdp_size sets fewer); without a backend, the
         profile's bytes per parameter sharded over all GPUs (ZeRO-3 style)."""
         b = self.backend
         if b is None:
             return self.model.params * self.profile.train_state_bytes_per_param / self.gpus
         return (self._params_per_gpu() * (b.param_bytes + b.grad_bytes)
-                + self.model.params / self.gpus * b.optimizer_bytes)
+                + self.model.params / self.shard_gpus * b.optimizer_bytes)
 
     def resident_state_bytes_per_gpu(self) -> float:
         """The part of this GPU's trainer state that stays on the GPU between passes: all of
@@ -422,7 +440,7 @@ class TrainCost:
         if bt.grad_offload:
             state -= self._params_per_gpu() * b.grad_bytes
         if bt.optimizer_offload:
-            state -= self.model.params / self.gpus * b.optimizer_bytes
+            state -= self.model.params / self.shard_gpus * b.optimizer_bytes
         return max(state, 0.0)
 
     def offload_s(self) -> float:
@@ -451,7 +469,7 @@ class TrainCost:
         if train and bt.grad_offload:
             size += self._params_per_gpu() * b.grad_bytes
         if train and bt.optimizer_offload:
-            size += self.model.params / self.gpus * b.optimizer_bytes
+            size += self.model.params / self.shard_gpus * b.optimizer_bytes
         return 2.0 * size / (self.gpu.pcie_bandwidth * self.profile.pcie_efficiency)
 
     # ----- per-kernel path -----
@@ -493,11 +511,11 @@ class TrainCost:
         return math.ceil(self.model.layers / self.pp) / self.model.layers
 
     def _params_per_gpu(self) -> float:
-        """Parameters resident on one GPU (FSDP: a 1/gpus shard; Megatron: dense over TP x
+        """Parameters resident on one GPU (FSDP: a 1/shard_gpus shard; Megatron: dense over TP x
         PP, routed experts over TP x PP x EP)."""
         b = self.backend
         if b is not None and b.shard_params_over_dp:
-            return self.model.params / self.gpus
+            return self.model.params / self.shard_gpus
         experts = self._routed_expert_params()
         # The busiest pipeline stage (ceil(L/pp) layers) sets the memory a GPU must hold;
         # routed experts are split over EP alone (parallel folding, expert TP 1).
@@ -511,7 +529,8 @@ class TrainCost:
         return float(self.model.moe_layers * moe.experts * self.model.expert_params)
 
     def _optimizer_s(self) -> float:
-        return (self.model.params / self.gpus * self.profile.train_optimizer_bytes_per_param
+        return (self.model.params / self.shard_gpus
+                * self.profile.train_optimizer_bytes_per_param
                 ) / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency)
 
     def nvlink_bw(self) -> float:
@@ -739,7 +758,9 @@ class TrainCost:
 
     def _fsdp_comm_s(self, backward: bool) -> float:
         """FSDP's per-micro-batch traffic: the parameters all-gathered for the forward (and
-        again for the backward) and the gradients reduce-scattered, over all GPUs."""
+        again for the backward) and the gradients reduce-scattered, over the shard group
+        (all GPUs, or fsdp_size of them); under HSDP the shard's gradients are then
+        all-reduced over the replicas, across the GPUs the replicas span."""
         b = self.backend
         assert b is not None
         if self.gpus <= 1:
@@ -750,8 +771,19 @@ class TrainCost:
         # One collective per FSDP unit (layer) per direction: latency per layer.
         calls = self.model.layers * (3 if backward else 1)
         size = self.model.params * per_param
-        return calls * self.profile.allreduce_latency_s + (self.gpus - 1) / self.gpus * (
-            size / self.group_bw(self.gpus))
+        g = self.shard_gpus
+        total = 0.0 if g <= 1 else calls * self.profile.allreduce_latency_s + (g - 1) / g * (
+            size / self.group_bw(g))
+        replicas = self.gpus // g
+        if backward and replicas > 1:
+            # A ring all-reduce of this GPU's 1/g of the gradients over the replicas, whose
+            # ranks are g apart (the group spans all the trainer's GPUs): 2 (r-1)/r bytes,
+            # one call per unit, every micro-batch (veRL's FSDP workers never skip the
+            # gradient sync between micro-batches).
+            shard = self.model.params / g * b.reduce_bytes_per_param
+            total += self.model.layers * self.profile.allreduce_latency_s + 2.0 * (
+                replicas - 1) / replicas * shard / self.group_bw(self.gpus)
+        return total
 
     def _rank_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
                    max_tokens: int, recompute: Recompute, micro_batches: int) -> _Pass:

@@ -366,7 +366,8 @@ REASONS: dict[str, str] = {
     "virtual_pipeline_model_parallel_size": "interleaved PP stages: rlsim's PP is plain 1F1B",
     "recompute_method": "which layers recompute: rlsim recomputes every layer when enabled",
     "recompute_num_layers": "which layers recompute: rlsim recomputes every layer when enabled",
-    "fsdp_size": "HSDP shard group size: rlsim's FSDP shards over every trainer GPU",
+    "fsdp_size": ("HSDP shard group size: not read from ROLL's configs (rlsim's "
+                  "train.fsdp_size has veRL's meaning); rlsim shards over every trainer GPU"),
     "param_dtype": "FSDP mixed-precision dtype: rlsim prices 16-bit compute",
     "reduce_dtype": "FSDP gradient reduce dtype: inside rlsim's FSDP constants",
     "reshard_after_forward": "FSDP resharding: inside rlsim's FSDP constants",

@@ -109,6 +109,7 @@ _DEFAULTS: dict[str, tuple[Any, int | None, int | None]] = {
     "actor_rollout_ref.actor.ulysses_sequence_parallel_size": (1, 122, None),
     "actor_rollout_ref.actor.fsdp_config.param_offload": (False, 30, None),
     "actor_rollout_ref.actor.fsdp_config.optimizer_offload": (False, 31, None),
+    "actor_rollout_ref.actor.fsdp_config.fsdp_size": (-1, 34, None),
     "actor_rollout_ref.actor.megatron.param_offload": (False, None, 31),
     "actor_rollout_ref.actor.megatron.grad_offload": (False, None, 32),
     "actor_rollout_ref.actor.megatron.optimizer_offload": (False, None, 33),
@@ -271,6 +272,13 @@ def _opt_int(v: _Value) -> int | None:
     return None if v.value is None else _int(v)
 
 
+def _fsdp_size(v: _Value) -> int:
+    # veRL's -1 (its default) shards over every GPU; a positive size is HSDP.
+    if v.value == -1:
+        return -1
+    return _int(v)
+
+
 def _flag(v: _Value) -> bool:
     _check_resolved(v)
     if not isinstance(v.value, bool):
@@ -330,6 +338,7 @@ _FIELDS: list[tuple[str, str, Callable[[_Value], Any], tuple[str, ...] | None]] 
     (_A + "ulysses_sequence_parallel_size", "train.cp", _int, _FSDP),
     (_A + "fsdp_config.param_offload", "train.param_offload", _flag, _FSDP),
     (_A + "fsdp_config.optimizer_offload", "train.optimizer_offload", _flag, _FSDP),
+    (_A + "fsdp_config.fsdp_size", "train.fsdp_size", _fsdp_size, _FSDP),
     (_A + "megatron.tensor_model_parallel_size", "train.tp", _int, _MEGATRON),
     (_A + "megatron.pipeline_model_parallel_size", "train.pp", _int, _MEGATRON),
     (_A + "megatron.context_parallel_size", "train.cp", _int, _MEGATRON),
@@ -445,8 +454,6 @@ _IGNORED: list[tuple[str, str]] = [
      "reward_model.enable", "{reward_model,reward_manager,custom_reward_function}.*"),
     ("the model's multi-token-prediction head is not modelled",
      "actor_rollout_ref.model.mtp.*"),
-    ("rlsim's fsdp backend shards over all data-parallel ranks (veRL's -1); hybrid "
-     "sharding groups (fsdp_size > 0) are not modelled", _A + "fsdp_config.fsdp_size"),
     ("interleaved (virtual) pipeline stages are not modelled: rlsim prices the plain "
      "pipeline's bubble", _A + "megatron.virtual_pipeline_model_parallel_size"),
     ("activation offloading is not modelled", "actor_rollout_ref.model.enable_activation_offload"),

@@ -31,6 +31,7 @@ from rlsim.cost.backends import (
     pad_to_multiple,
     split_even,
 )
+from rlsim.cost.errors import KnobError
 from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_reduce_scatter_s
 from rlsim.cost.training import TrainBatching, TrainCost
 
@@ -199,6 +200,51 @@ def test_fsdp_traffic_per_micro_batch() -> None:
     # The default overlap hides part of it behind each micro-batch's compute.
     assert cost(gpus=16, backend=FSDP, max_tokens=4096).train_step(
         sum(lengths), lengths=lengths).comm_s < s.comm_s
+
+
+def test_hsdp_gathers_inside_the_shard_group_and_all_reduces_over_replicas() -> None:
+    # veRL fsdp_size 8 on 16 GPUs (two nodes): a (2, 8) mesh. Each micro-batch gathers and
+    # reduce-scatters inside the node (NVLink), then all-reduces this GPU's 1/8 of the
+    # fp32 gradients with its one replica across the network.
+    b = replace(FSDP, dp_overlap_fraction=0.0)
+    t = cost(gpus=16, backend=b, max_tokens=4096, fsdp_size=8)
+    p, L = QWEN7.params, QWEN7.layers
+    per_mb = (3 * L * LAT + 7 / 8 * p * (2 + 2 + 4) / NVLINK_BW
+              + L * LAT + 2 * (2 - 1) / 2 * (p / 8 * 4) / NET_BW)
+    lengths = [2048] * 64  # 2 micro-batches of 4096 tokens per rank
+    s = t.train_step(sum(lengths), lengths=lengths)
+    assert s.comm_s == pytest.approx(2 * per_mb, rel=1e-9)
+    # A log-prob forward gathers only: no gradients, no replica all-reduce.
+    assert t._fsdp_comm_s(False) == pytest.approx(L * LAT + 7 / 8 * p * 2 / NVLINK_BW,
+                                                  rel=1e-12)
+    # The state is sharded over 8 GPUs, not 16: twice the bytes per GPU.
+    assert t.state_bytes_per_gpu() == pytest.approx(p * 16 / 8, rel=1e-12)
+    assert cost(gpus=16, backend=b).state_bytes_per_gpu() == pytest.approx(p * 16 / 16)
+    # fsdp_size 1: plain DDP, the whole gradient all-reduced across the 16 replicas.
+    ddp = cost(gpus=16, backend=b, fsdp_size=1)
+    assert ddp._fsdp_comm_s(True) == pytest.approx(
+        L * LAT + 2 * 15 / 16 * p * 4 / NET_BW, rel=1e-12)
+
+
+def test_fsdp_size_at_or_above_the_gpus_is_plain_fsdp() -> None:
+    lengths = [2048] * 64
+    plain = cost(gpus=16, backend=FSDP, max_tokens=4096).train_step(
+        sum(lengths), lengths=lengths)
+    for size in (16, 32):
+        same = cost(gpus=16, backend=FSDP, max_tokens=4096, fsdp_size=size)
+        assert same.train_step(sum(lengths), lengths=lengths) == plain
+
+
+def test_fsdp_size_errors_name_the_field() -> None:
+    with pytest.raises(KnobError, match="fsdp_size=3 must divide the 16"):
+        cost(gpus=16, backend=FSDP, fsdp_size=3)
+    with pytest.raises(KnobError, match="fsdp_size"):
+        cost(gpus=16, backend=MEGATRON, fsdp_size=8)
+    with pytest.raises(ValidationError, match=r"train\.fsdp_size: shards an FSDP trainer"):
+        TrainConfig(pool="p", backend="megatron", fsdp_size=8)
+    with pytest.raises(ValidationError, match=r"train\.fsdp_size: a shard group"):
+        TrainConfig(pool="p", backend="fsdp2", fsdp_size=0)
+    assert TrainConfig(pool="p", backend="fsdp2", fsdp_size=-1).fsdp_size == -1
 
 
 def test_megatron_dp_traffic_per_optimizer_step() -> None:

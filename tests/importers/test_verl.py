@@ -260,6 +260,8 @@ ROUND_TRIPS: list[tuple[dict[str, Any], str, Any, str, bool, Facts]] = [
      _A + "fsdp_config.param_offload", False, FACTS),
     ({_A + "fsdp_config.optimizer_offload": True}, "train.optimizer_offload", True,
      _A + "fsdp_config.optimizer_offload", False, FACTS),
+    ({_A + "fsdp_config.fsdp_size": 2, _A + "strategy": "fsdp2"}, "train.fsdp_size", 2,
+     _A + "fsdp_config.fsdp_size", False, FACTS),
     ({_A + "use_kl_loss": True}, "train.ref_logprob", True, _A + "use_kl_loss", False,
      FACTS),
     ({"algorithm.use_kl_in_reward": True}, "train.ref_logprob", True,
