@@ -166,6 +166,13 @@ rollart-report: $(STAMP)
 real-runs: $(STAMP)
 	$(BIN)/python -m calibration.realruns
 
+# reports/verl-readmes.md: the veRL fully_async and one-step-off README speedups and
+# update_actor times (issue 36 must-shows), rlsim across the response length the READMEs do
+# not state. No fitting. About a minute on 2 cores.
+.PHONY: verl-readmes
+verl-readmes: $(STAMP)
+	$(BIN)/python -m calibration.realruns.readmes
+
 # The same corpus on stdout: error per record and phase, no fitting (`rlsim validate
 # --real-runs`; add --json for the JSON document).
 validate-real: $(STAMP)

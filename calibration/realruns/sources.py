@@ -295,6 +295,45 @@ VERL_SCRIPTS: dict[tuple[str, str], dict[str, Cited]] = {
         "offload": Cited(False, f"{_OSO}megatron_4_12.sh:58 (actor_offload)"),
     },
 }
+
+# veRL's fully_async launch scripts (verl/experimental/fully_async_policy/shell/), the
+# companions of docs/advance/fully_async.md's 7B table (16:16, 32:32, 64:64 rollout:trainer
+# GPUs); one per split, identical but for NNODES_ROLLOUT / NNODES_TRAIN (lines 64-65).
+_FA = "verl/experimental/fully_async_policy/shell/dapo_7b_math_fsdp2_"
+FA_RESPONSE_CAP = 1024 * 28
+
+
+def _fully_async_script(split: str, nodes: int) -> dict[str, Cited]:
+    f = f"{_FA}{split}.sh"
+    return {
+        "max_prompt": Cited(2048, f"{f}:38"),
+        "rollout_tp": Cited(4, f"{f}:59,121 (gen_tp)"),
+        "rollout_gpus": Cited(nodes * 8, f"{f}:64,66 (NNODES_ROLLOUT x NGPUS_PER_NODE)"),
+        "gpu_mem": Cited(0.80, f"{f}:120"),
+        "max_batched": Cited(2048 + FA_RESPONSE_CAP, f"{f}:123 (prompt + response)"),
+        "kl": Cited(False, f"{f}:29,31 (use_kl_in_reward, use_kl_loss)"),
+        "recompute": Cited(True, f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
+        "offload": Cited(False, f"{f}:58 (actor_offload)"),
+        "use_dynamic_bsz": Cited(True, f"{f}:54"),
+        # The trainer takes the rollout's log-probs: no old-log-prob pass (the doc's '\').
+        "old_logprob": Cited(False, f"{f}:162 (async_training.use_rollout_log_probs=True)"),
+    }
+
+
+# The doc's colocated sync rows name no script. Estimate, stated as such: the fully_async
+# scripts' settings (same doc, model, lengths and data) with what colocation changes taken
+# from the one-step-off colocate script (actor offload on).
+_FA_COLOCATE = {k: v for k, v in _fully_async_script("16_16", 2).items()
+                if k not in ("rollout_gpus", "offload", "old_logprob")}
+_FA_COLOCATE["offload"] = Cited(True, f"{_OSO}fsdp2_colocate.sh:52 (offload; no colocate "
+                                      "script for fully_async.md's sync rows: estimate)")
+VERL_SCRIPTS.update({
+    ("fsdp2", "fa_colocate"): _FA_COLOCATE,
+    ("fsdp2", "fa_16_16"): _fully_async_script("16_16", 2),
+    ("fsdp2", "fa_32_32"): _fully_async_script("32_32", 4),
+    ("fsdp2", "fa_64_64"): _fully_async_script("64_64", 8),
+})
+
 VERL_ROLLOUT = {
     "max_num_seqs": Cited(256, f"{_VERL_DEFAULTS}:212 (actor_rollout_ref.rollout.max_num_seqs)"),
 }
@@ -451,6 +490,7 @@ VERL_BATCHING: dict[tuple[str, str], dict[str, Cited]] = {
         "mini": Cited(32, f"{_OSO}fsdp2_colocate.sh:27,91"),
         "max_token_len": Cited((2048 + 8192) * 2, f"{_OSO}fsdp2_colocate.sh:50,83"),
         "log_prob_max_token_len": Cited((2048 + 8192) * 3, f"{_OSO}fsdp2_colocate.sh:51,85"),
+        "fsdp_size": Cited(2, f"{_OSO}fsdp2_colocate.sh:55,113"),
         "param_offload": Cited(True, f"{_OSO}fsdp2_colocate.sh:52,92"),
         "optimizer_offload": Cited(True, f"{_OSO}fsdp2_colocate.sh:52,93"),
         "recompute": Cited("full", f"{_OSO}fsdp2_colocate.sh:87 "
@@ -473,6 +513,7 @@ VERL_BATCHING: dict[tuple[str, str], dict[str, Cited]] = {
         "mini": Cited(32, f"{_OSO}fsdp2_4_12.sh:27,96"),
         "max_token_len": Cited((2048 + 8192) * 2, f"{_OSO}fsdp2_4_12.sh:56,89"),
         "log_prob_max_token_len": Cited((2048 + 8192) * 3, f"{_OSO}fsdp2_4_12.sh:57,91"),
+        "fsdp_size": Cited(2, f"{_OSO}fsdp2_4_12.sh:62,118"),
         "param_offload": Cited(False, f"{_OSO}fsdp2_4_12.sh:59,97"),
         "optimizer_offload": Cited(False, f"{_OSO}fsdp2_4_12.sh:59,98"),
         "recompute": Cited("full", f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
@@ -489,6 +530,29 @@ VERL_BATCHING: dict[tuple[str, str], dict[str, Cited]] = {
                                    "(override_transformer_config.recompute_granularity: null)"),
     },
 }
+
+def _fully_async_batching(split: str, offload: bool, where: str) -> dict[str, Cited]:
+    f = f"{_FA}{split}.sh"
+    return {
+        "backend": Cited("fsdp2", f"{f}:93 (actor.strategy)"),
+        "cp": Cited(4, f"{f}:60,119 (ulysses_sequence_parallel_size)"),
+        "mini": Cited(32, f"{f}:71,113"),
+        "max_token_len": Cited((2048 + FA_RESPONSE_CAP) * 2, f"{f}:55,106"),
+        "log_prob_max_token_len": Cited((2048 + FA_RESPONSE_CAP) * 3, f"{f}:56,107"),
+        "fsdp_size": Cited(8, f"{f}:61,134"),
+        "param_offload": Cited(offload, where),
+        "optimizer_offload": Cited(offload, where),
+        "recompute": Cited("full", f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
+    }
+
+
+VERL_BATCHING.update({
+    ("fsdp2", "fa_colocate"): _fully_async_batching(
+        "16_16", True, f"{_OSO}fsdp2_colocate.sh:52 (no colocate script for fully_async.md's "
+                       "sync rows: estimate)"),
+    **{("fsdp2", f"fa_{s}"): _fully_async_batching(s, False, f"{_FA}{s}.sh:58,114-115")
+       for s in ("16_16", "32_32", "64_64")},
+})
 
 # veRL engine and weight-sync defaults (same for the FSDP and Megatron generated configs).
 VERL_COMMON: dict[str, Cited] = {

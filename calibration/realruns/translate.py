@@ -23,6 +23,7 @@ from calibration.realruns.defaults import NOT_STATED, fill_defaults, schema_defa
 from calibration.realruns.lengths import dapo_lognormal, median_for_capped_mean
 from calibration.realruns.records import RunRecord
 from calibration.realruns.sources import (
+    FA_RESPONSE_CAP,
     MODEL_NAMES,
     NEMO_RL,
     NEMO_RL_BATCHING,
@@ -191,17 +192,29 @@ def _framework(rec: RunRecord) -> str:
     fw = rec.framework.lower()
     if fw.startswith("nemo-rl"):
         return "nemo-rl"
-    if fw == "verl":
+    if fw in ("verl", "verl (fully_async_policy)"):  # veRL itself, its own recipe folders
         return "verl"
     return ""
 
 
 def script_key(rec: RunRecord, fw: str) -> tuple[str, str] | None:
-    """(backend, layout) of the veRL one-step-off script a record names, else None."""
-    if fw != "verl" or "one_step_off_policy" not in rec.source_url:
+    """(backend, layout) of the veRL one-step-off or fully_async script a record names,
+    else None (a fully_async row whose split has no script, e.g. the 128-GPU ablations)."""
+    if fw != "verl":
         return None
-    layout = "4_12" if (rec.mode or "").startswith("async") else "colocate"
-    return (rec.train_backend or "", layout)
+    disaggregated = (rec.mode or "").startswith("async")
+    if "one_step_off_policy" in rec.source_url:
+        return (rec.train_backend or "", "4_12" if disaggregated else "colocate")
+    if ("fully_async" in rec.source_url and rec.model == "Qwen/Qwen2.5-Math-7B"
+            and rec.max_response_len == FA_RESPONSE_CAP):  # the doc's 28k 7B table
+        if not disaggregated:
+            return (rec.train_backend or "", "fa_colocate")
+        gen, train = rec.stated("rollout_gpus")[0], rec.stated("train_gpus")[0]
+        if gen is not None and train is None and rec.gpus_total is not None:
+            train = rec.gpus_total - gen
+        key = (rec.train_backend or "", f"fa_{gen}_{train}")
+        return key if key in VERL_SCRIPTS else None
+    return None
 
 
 _BATCH_FIELDS = ("ppo_epochs", "micro_batch_size_per_gpu", "max_token_len_per_gpu",
@@ -297,12 +310,11 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
                               ("log_prob_max_token_len_per_gpu", "log_prob_max_token_len"),
                               ("param_offload", "param_offload"),
                               ("optimizer_offload", "optimizer_offload"),
-                              ("grad_offload", "grad_offload")):
+                              ("grad_offload", "grad_offload"),
+                              ("fsdp_size", "fsdp_size")):
             value = b.first(f"train.{field_name}", stated.get(field_name), (v.get(k), VERL))
             if value is not None:
                 train[field_name] = value
-        if key[0] != "megatron":  # Megatron's THD packing is the backend's own behaviour
-            b.t.dropped.append("fsdp_size=2 (HSDP shard groups of 2 GPUs)")
     else:
         # No batching tables for this run: the record and its config, then veRL's trainer
         # defaults for a veRL run, then rlsim's (defaults.py).
@@ -443,10 +455,11 @@ def _policy(b: _Builder, fw: str, recipe: dict[str, Cited], script: dict[str, Ci
 def _response_lengths(b: _Builder, script: dict[str, Cited], cap: int | None
                       ) -> dict[str, Any] | None:
     """The response-length lognormal: a stated median (config) or mean (top level), the
-    spread from config or the DAPO trace; for the veRL one-step-off README runs alone, which
-    state no length, the DAPO trace's own lognormal (kept from the first version of this
-    harness: those runs are DAPO math runs like the trace). None, with a problem noted,
-    for any other record without a length."""
+    spread from config or the DAPO trace; for the veRL one-step-off and fully_async README
+    runs alone (the records a mapped script covers), which state no length, the DAPO
+    trace's own lognormal (kept from the first version of this harness: those runs are DAPO
+    math runs like the trace; `make verl-readmes` shows them across a range of lengths).
+    None, with a problem noted, for any other record without a length."""
     rec = b.rec
     median0, sigma0 = dapo_lognormal()
     sigma = b.cfg("response_len_sigma", "workload.response_len.sigma")
@@ -470,8 +483,8 @@ def _response_lengths(b: _Builder, script: dict[str, Cited], cap: int | None
     elif script:
         median = median0
         b.t.lengths = (f"not stated: the DAPO trace's lognormal (median {median:.0f}, sigma "
-                       f"{sigma:.3f}); kept for the veRL one-step-off README runs only, DAPO "
-                       "math runs like the trace")
+                       f"{sigma:.3f}); kept for the veRL one-step-off and fully_async README "
+                       "runs only, DAPO math runs like the trace")
     else:
         b.problems.append("response length not stated (neither response_len_mean nor "
                           "config.response_len_median)")
@@ -665,6 +678,8 @@ def translate(rec: RunRecord) -> Translation:
     if old is None and recipe:
         old = not b.take("force_on_policy_ratio (true: no old-log-prob pass)",
                          recipe["force_on_policy"], src)
+    elif old is None and "old_logprob" in script:
+        old = b.take("train.old_logprob", script["old_logprob"], VERL)
     elif old is None and fw == "verl":
         old = True  # veRL recomputes old log-probs every step (timing_s/old_log_prob)
     old = _framework_layer(b, train, fw, recipe, facts, script_key(rec, fw), prompts, n,

@@ -271,3 +271,29 @@ def test_ppo_runs_a_critic_and_its_passes_join_the_phases() -> None:
     # without a critic the critic's timings are not added in
     grpo = {"old_log_prob": True, "ref": True}
     assert phase_pairs(timing, sim, grpo, "sync")["update_actor"] == (20.0, 30.0)
+
+
+def _corpus(id_: str) -> Any:
+    return next(r for r in load_records(CORPUS_DIR) if r.id == id_)
+
+
+def test_fully_async_rows_take_their_companion_scripts() -> None:
+    # fully_async.md's 7B table: the 16:16 row runs dapo_7b_math_fsdp2_16_16.sh (rollout
+    # TP 4, Ulysses 4, no actor offload, the rollout's log-probs: no old-log-prob pass)
+    a = translate(_corpus("verl-fullyasync-doc-7b-dapo-async-16r16t-H20"))
+    assert a.scenario is not None, a.reason
+    tr, ro = a.scenario["train"], a.scenario["rollout"]
+    assert (ro["tp"], ro["gpus"], tr["gpus"]) == (4, 16, 16)
+    assert (tr["cp"], tr["old_logprob"], tr["ref_logprob"]) == (4, False, False)
+    assert tr["max_token_len_per_gpu"] == (2048 + 28 * 1024) * 2
+    assert tr["param_offload"] is False and tr["optimizer_offload"] is False
+    assert any("use_rollout_log_probs" in x for x in a.taken)
+    # the colocated rows name no script: the same settings, offload as colocation has it
+    c = translate(_corpus("verl-fullyasync-doc-7b-dapo-colocate-128xH20"))
+    assert c.scenario is not None and c.scenario["train"]["param_offload"] is True
+    assert c.scenario["train"]["old_logprob"] is True and "DAPO trace" in c.lengths
+    assert any("estimate" in x for x in c.taken)
+    # a 128-GPU ablation row states no split, the 30B rows run other scripts: unmapped
+    for id_ in ("verl-fullyasync-doc-7b-dapo-async-stale0.1-partial-128xH20",
+                "verl-fullyasync-doc-7b-dapo-validate-colocate-16xH20"):
+        assert translate(_corpus(id_)).scenario is None
