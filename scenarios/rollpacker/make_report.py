@@ -2,7 +2,8 @@
 
 Simulates the three veRL/RollPacker scenario pairs, the ablation of RollPacker's parts
 (tail batching alone, + reward scheduler, + parallelism planner, + stream trainer) and a
-sweep of eta (eta_p = eta_r) from 1.0 to 1.5 at 8k/16k/32k, then writes the tables next to
+sweep of eta (eta_p = eta_r) from 1.0 to 1.5 at 8k/16k/32k and the weak-scaling study (14B/16k
+on 32 / 64 / 128 GPUs, the batch growing with them), then writes the tables next to
 the paper's numbers (docs/research/rollpacker.md, [P] = paper section). Every figure is
 computed here from the scenarios as committed. Nothing is fitted to the paper: the trainer
 is priced per kernel by the Megatron backend (docs/cost-model.md section 3) with the
@@ -70,6 +71,13 @@ TABLE1_JOBS = {"mix": ("verl-qwen2.5-14b-16k.yaml", ()),
 ABLATION = ("tail batching alone", "+ reward scheduler", "+ parallelism planner",
             "+ stream trainer")
 ETAS = (1.0, 1.125, 1.25, 1.375, 1.5)
+# [P §6.7, Fig. 14] weak scaling of Qwen2.5-14B/16k: the batch (P0) grows from 128 to 512
+# with the GPUs, R0 = 8 as everywhere; throughput is samples per second over 20 steps, the
+# bars' labels normalised to veRL on 32 GPUs. GPUs -> (veRL, RollPacker).
+WEAK_KEY = "qwen2.5-14b-16k"
+PAPER_WEAK = {32: (1.0, 2.22), 64: (1.42, 3.37), 128: (2.18, 4.81)}
+WEAK_FIG = "[P Fig. 14]"  # arXiv 2509.21009's numbering may differ (the issue says Fig. 16)
+WEAK_TOL = 0.20  # issue 19's target for this figure
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,23 @@ class Run:
 
 
 Result = Run
+Job = tuple[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """One point of the weak-scaling study: the scenario on `gpus` GPUs, its batch grown by
+    the same factor (same prompts per GPU), everything else as committed."""
+
+    gpus: int
+    prompts: int  # prompts per step (P0)
+    samples_per_step: int  # prompts x responses per prompt: what one step trains
+    overrides: tuple[str, ...]  # on top of either system's scenario; () at the base point
+
+    def jobs(self, key: str = WEAK_KEY) -> tuple[Job, Job]:
+        """The (veRL, RollPacker with every part on) runs at this point."""
+        return ((f"verl-{key}.yaml", self.overrides),
+                (f"rollpacker-{key}.yaml", (*self.overrides, *_ablation_overrides(3))))
 
 
 def code_only(sc: Scenario) -> Scenario:
@@ -135,8 +160,46 @@ def _ablation_overrides(level: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def jobs() -> list[tuple[str, tuple[str, ...]]]:
-    """Every run the report needs: (scenario file, overrides)."""
+def weak_scaling_points(key: str = WEAK_KEY,
+                        gpus: tuple[int, ...] = tuple(PAPER_WEAK)) -> list[ScalePoint]:
+    """The scenario pair `key` scaled to each GPU count in `gpus`, as [P §6.7] does: the
+    one colocated pool's nodes and the prompts per step grow by the same factor over the
+    scenario's own (32 GPUs and 128 prompts for 14B/16k), responses per prompt, parallelism
+    and the rollout/train placement stay. The base point has no overrides, so its runs are
+    the pair the rest of the report uses."""
+    from rlsim.config.loading import load_scenario
+
+    sc, _ = load_scenario(HERE / f"verl-{key}.yaml")
+    assert len(sc.pools) == 1, "weak scaling grows the one colocated pool"
+    pool, prompts = sc.pools[0], sc.workload.prompts_per_step
+    out = []
+    for n in gpus:
+        nodes, rem = divmod(n * pool.nodes, pool.gpus)
+        batch, rem_batch = divmod(n * prompts, pool.gpus)
+        assert rem == 0 and rem_batch == 0, f"{n} GPUs is not a whole scaling of {pool.gpus}"
+        overrides = (() if n == pool.gpus else
+                     (f"pools.0.nodes={nodes}", f"workload.prompts_per_step={batch}"))
+        out.append(ScalePoint(n, batch, batch * sc.workload.samples_per_prompt, overrides))
+    return out
+
+
+def weak_scaling(results: dict[Job, Result], points: list[ScalePoint]
+                 ) -> dict[int, tuple[float, float]]:
+    """Throughput at each point, samples per second (samples per step / mean step time),
+    normalised to veRL at the first point: GPUs -> (veRL, RollPacker)."""
+    def samples_per_s(point: ScalePoint, job: Job) -> float:
+        return point.samples_per_step / results[job].step_s
+
+    base = samples_per_s(points[0], points[0].jobs()[0])
+    out = {}
+    for point in points:
+        verl, packer = point.jobs()
+        out[point.gpus] = (samples_per_s(point, verl) / base, samples_per_s(point, packer) / base)
+    return out
+
+
+def jobs() -> list[Job]:
+    """Every run the report needs, once each: (scenario file, overrides)."""
     out: list[tuple[str, tuple[str, ...]]] = []
     for key in SIZES:
         out.append((f"verl-{key}.yaml", ()))
@@ -144,7 +207,9 @@ def jobs() -> list[tuple[str, tuple[str, ...]]]:
         out += [(f"rollpacker-{key}.yaml", (f"policy.tail_batching.eta_p={eta}",
                                             f"policy.tail_batching.eta_r={eta}"))
                 for eta in ETAS]
-    return [*out, TABLE1_JOBS["code"], *FIG13C_JOBS.values()]
+    out += [TABLE1_JOBS["code"], *FIG13C_JOBS.values()]
+    out += [job for point in weak_scaling_points() for job in point.jobs()]
+    return list(dict.fromkeys(out))
 
 
 def _within(value: float, target: float, tol: float) -> str:
@@ -165,6 +230,71 @@ def _speedups(results: dict[tuple[str, tuple[str, ...]], Result]) -> dict[str, f
     return {key: results[(f"verl-{key}.yaml", ())].step_s
             / results[(f"rollpacker-{key}.yaml", _ablation_overrides(3))].step_s
             for key in SIZES}
+
+
+def _weak_check(gpus: int, system: int, got: float) -> str:
+    """`got` against the paper's bar: the error and within/MISSED at +-20%; veRL on the
+    first point is the normalisation, which checks nothing."""
+    paper = PAPER_WEAK[gpus][system]
+    if system == 0 and gpus == next(iter(PAPER_WEAK)):
+        return "normalisation"
+    return _within(got, paper, WEAK_TOL)
+
+
+def _weak_must_show(points: list[ScalePoint], scaled: dict[int, tuple[float, float]]
+                    ) -> list[str]:
+    """The weak-scaling rows of the must-show table (14B/16k column only)."""
+    lines = []
+    for system, name in enumerate(("veRL", "RollPacker")):
+        for point in points:
+            got, paper = scaled[point.gpus][system], PAPER_WEAK[point.gpus][system]
+            cell = f"{got:.2f} vs {paper} ({_weak_check(point.gpus, system, got)})"
+            cells = [cell if key == WEAK_KEY else "-" for key in SIZES]
+            lines.append(f"| weak scaling {WEAK_FIG}: {name} on {point.gpus} GPUs / "
+                         f"{point.prompts} prompts, throughput vs veRL on "
+                         f"{points[0].gpus}, +-{WEAK_TOL:.0%} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _weak_section(results: dict[Job, Result], points: list[ScalePoint],
+                  scaled: dict[int, tuple[float, float]]) -> list[str]:
+    """The weak-scaling section: throughput normalised to veRL on the first point, rlsim
+    against the paper, and the mean step times behind it."""
+    base = points[0]
+    lines = [f"## Weak scaling {WEAK_FIG}", "",
+             f"{SIZES[WEAK_KEY]} with the batch growing with the GPUs: {base.prompts} prompts on "
+             f"{base.gpus} GPUs, the same",
+             "per GPU at every point; responses per prompt, parallelism, reward workers and the",
+             "colocated placement as in the scenarios. Throughput is samples per second",
+             "(samples per step / mean step time of the 20 steps less the warm-up step, as in",
+             "every table here), normalised to veRL on the first point; the paper measures",
+             "samples per second averaged over 20 steps [P §6.7]. The issue names this figure",
+             "Fig. 16; in the PDF that [P] numbers from it is Fig. 14.", "",
+             "| GPUs | prompts per step | veRL rlsim | veRL paper | veRL error | RollPacker "
+             "rlsim | RollPacker paper | RollPacker error | veRL step (s) | RollPacker step (s) |",
+             "|---:|---:|---:|---:|---|---:|---:|---|---:|---:|"]
+    for point in points:
+        (verl, packer), paper = scaled[point.gpus], PAPER_WEAK[point.gpus]
+        steps = [results[job].step_s for job in point.jobs()]
+        lines.append(f"| {point.gpus} | {point.prompts} | {verl:.2f} | {paper[0]:.2f} | "
+                     f"{_weak_check(point.gpus, 0, verl)} | {packer:.2f} | {paper[1]:.2f} | "
+                     f"{_weak_check(point.gpus, 1, packer)} | {steps[0]:.1f} | {steps[1]:.1f} |")
+    ratios = " / ".join(f"{scaled[p.gpus][1] / scaled[p.gpus][0]:.2f}" for p in points)
+    paper_ratios = " / ".join(f"{r / v:.2f}" for v, r in PAPER_WEAK.values())
+    last = points[-1]
+    growth = [results[job].step_s / results[first].step_s - 1
+              for job, first in zip(last.jobs(), base.jobs(), strict=True)]
+    paper_growth = (last.gpus / base.gpus) / PAPER_WEAK[last.gpus][0] - 1
+    lines += ["", f"RollPacker over veRL at each point: rlsim {ratios}, paper {paper_ratios}",
+              "(\"consistently 2.2x\" [P §6.7]). The paper's throughput grows about 1.5x per",
+              "doubling, which it puts down to longer training for larger batches; its veRL",
+              f"step is {paper_growth:+.0%} longer on {last.gpus} GPUs than on {base.gpus}. "
+              f"rlsim's grows {growth[0]:+.0%} (veRL) and",
+              f"{growth[1]:+.0%} (RollPacker): the added GPUs run more rollout engines and more "
+              "data-parallel",
+              "trainer ranks with the same work per GPU, and nothing in rlsim makes a larger",
+              "batch train for longer per GPU.", ""]
+    return lines
 
 
 def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
@@ -227,6 +357,9 @@ def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
                 cells.append(f"{got:.1f} vs {PAPER_ROUNDS[key][kind][part]} ({check})")
             lines.append(f"| {kind} round {part} (s) [F Fig. 10c], +-20% | "
                          + " | ".join(cells) + " |")
+    points = weak_scaling_points()
+    scaled = weak_scaling(results, points)
+    lines += _weak_must_show(points, scaled)
     lines += [
         "",
         "## End-to-end speedup over veRL",
@@ -272,6 +405,7 @@ def markdown(results: dict[tuple[str, tuple[str, ...]], Result]) -> str:
               "14b-16k.yaml",
               "--grid policy.tail_batching.eta_p=1,1.125,1.25,1.375,1.5 --out DIR` (eta_p",
               "alone) then `rlsim report DIR`.", "",
+              *_weak_section(results, points, scaled),
               "## Phase time per step (s): veRL vs RollPacker", "",
               "| model / cap | system | gen | reward | ref | train | switch | weight_sync |",
               "|---|---|---:|---:|---:|---:|---:|---:|"]

@@ -63,6 +63,25 @@ def test_report_tables_are_computed_from_the_runs():
     assert "| 1% / 1% / 98% | 66% / 13% / 21% |" in text
     assert "| veRL mean step (s), +-15% | 100.0 vs 233.5 (-57% MISSED) |" in text
     assert "| speedup [P Table 2], +-15% | 2.00 vs 2.03 (-1% within) |" in text
+    # weak scaling: samples/s = prompts x 8 / step, over veRL's on 32 GPUs (1024 / 100 s)
+    assert "| 64 | 256 | 2.00 | 1.42 | +41% MISSED | 4.00 | 3.37 | +19% within | 100.0 | 50.0 |" \
+        in text
+    assert ("| weak scaling [P Fig. 14]: veRL on 32 GPUs / 128 prompts, throughput vs veRL on "
+            "32, +-20% | - | 1.00 vs 1.0 (normalisation) | - |") in text
+
+
+def test_weak_scaling_grows_the_pool_and_the_batch_together():
+    """[P §6.7]: 32 -> 64 GPUs doubles the prompts per step; the base point is the committed
+    pair itself (no overrides, so the report runs it once)."""
+    mod = load_script(DIR / "make_report.py", "make_report")
+    base, double = mod.weak_scaling_points(gpus=(32, 64))
+    assert base.overrides == () and (base.prompts, base.samples_per_step) == (128, 1024)
+    assert (double.prompts, double.samples_per_step) == (256, 2048)
+    for path, overrides in double.jobs():
+        sc = load_scenario(DIR / path, list(overrides))[0]
+        assert (sc.pools[0].gpus, sc.workload.prompts_per_step) == (64, 256)
+        assert (sc.rollout.tp, sc.train.tp, sc.train.pp, sc.train.cp) == (2, 2, 2, 2)
+    assert base.jobs()[1] in mod.jobs() and len(set(mod.jobs())) == len(mod.jobs())
 
 
 def test_trainer_is_priced_per_kernel_without_a_fitted_mfu():
