@@ -134,7 +134,7 @@ screenshots: $(STAMP)
 	$(BIN)/rlsim advise scenarios/quickstart.yaml --trials 60 --out runs/advise-quickstart
 	$(BIN)/python -m rlsim.report.browser runs/advise-quickstart/report.html reports/advise-report.png
 
-# reports/rollpacker.md: the RollPacker reproduction (pairs, ablation, eta sweep) vs the paper.
+# reports/rollpacker.md: the RollPacker reproduction (pairs, ablation, eta sweep, weak scaling) vs the paper.
 rollpacker-report: $(STAMP)
 	$(BIN)/python scenarios/rollpacker/make_report.py
 
