@@ -144,7 +144,8 @@ class TinyLM(nn.Module):
         t = ids.shape[1]
         x = self.embed(ids)
         # Rotary angles once per forward (HF LlamaRotaryEmbedding), shared by the layers.
-        ang = torch.outer(torch.arange(t, dtype=torch.float32), self.inv_freq)
+        ang = torch.outer(torch.arange(t, dtype=torch.float32, device=ids.device),
+                          self.inv_freq.to(ids.device))
         ang = torch.cat((ang, ang), dim=-1)
         cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
         for layer in self.layers:

@@ -6,10 +6,14 @@ skip (issue 36, item 4). Ready for a GPU; runs on the CPU at small shapes in the
   sampling), eager (`graphs` 0: the host dispatches every kernel) or replayed from a
   captured CUDA graph (`graphs` 1, CUDA only). Batch 1 to 256: at small batch the host's
   share, eager minus graphs, is what `decode_overhead_s` and `eager_launch_s` price.
-- `seq_train` params {tokens, + dims}: one micro-batch of one sequence of `tokens` tokens
-  (4k to 32k on a GPU), forward, full-vocabulary log-softmax, the sampled tokens'
-  log-probs and the entropy (as veRL's actor computes them), and backward: the
-  one-sequence micro-batch that dynamic batching makes of a long response.
+- `seq_train` params {tokens, recompute, entropy, + dims}: one micro-batch of one sequence
+  of `tokens` tokens (4k to 32k on a GPU), forward, full-vocabulary log-softmax, the
+  sampled tokens' log-probs and (`entropy` 1) the entropy in the loss, and backward: the
+  one-sequence micro-batch that dynamic batching makes of a long response. veRL's actor
+  adds the entropy only when `entropy_coeff` is not 0 or `calculate_entropy` is set
+  (verl/workers/actor/dp_actor.py update_policy). `recompute` 1
+  checkpoints every layer (veRL's `enable_gradient_checkpointing`, on in its DAPO
+  scripts): the backward runs each layer's forward again.
 - `logprob_pass` params {tokens, packing, max_tokens, micro_batch, + dims}: a no-grad
   log-prob pass over a batch of long-tailed lengths (lognormal, log-std 1.0, as RL
   responses are) of about `tokens` tokens in all, packed by dynamic batching (`packing`
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from calibration.benchmarks import common
 from calibration.benchmarks.host_overhead import DecoderLayer, TinyLM, _rotate_half
@@ -68,8 +73,13 @@ TINY = Dims(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=512)
 
 GPU_GRID: dict[str, list[common.Point]] = {
     "decode_step": [{"batch": b, "context": 2048, "graphs": g}
-                    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256) for g in (0, 1)],
-    "seq_train": [{"tokens": t} for t in (4096, 8192, 16384, 32768)],
+                    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256) for g in (0, 1)]
+    # the long tail of an RL batch: a few sequences decoding deep into a 16k context
+    + [{"batch": b, "context": 16384, "graphs": g} for b in (1, 8, 64) for g in (0, 1)],
+    "seq_train": [{"tokens": t, "recompute": 0, "entropy": 1}
+                  for t in (4096, 8192, 16384, 32768)]
+    + [{"tokens": t, "recompute": 1, "entropy": 1} for t in (8192, 32768)]
+    + [{"tokens": t, "recompute": 0, "entropy": 0} for t in (4096, 16384)],
     "logprob_pass": [{"tokens": 65536, "packing": "dynamic", "max_tokens": m,
                       "micro_batch": 0} for m in (16384, 32768)]
     + [{"tokens": 65536, "packing": "fixed", "max_tokens": 0, "micro_batch": k}
@@ -77,7 +87,9 @@ GPU_GRID: dict[str, list[common.Point]] = {
 }
 CPU_GRID: dict[str, list[common.Point]] = {
     "decode_step": [{"batch": b, "context": 64, "graphs": 0} for b in (1, 8, 32)],
-    "seq_train": [{"tokens": t} for t in (64, 256)],
+    "seq_train": [{"tokens": t, "recompute": 0, "entropy": 1} for t in (64, 256)]
+    + [{"tokens": 256, "recompute": 1, "entropy": 1}, {"tokens": 256, "recompute": 0,
+                                                       "entropy": 0}],
     "logprob_pass": [{"tokens": 1024, "packing": "dynamic", "max_tokens": 512,
                       "micro_batch": 0},
                      {"tokens": 1024, "packing": "fixed", "max_tokens": 0, "micro_batch": 4}],
@@ -152,7 +164,7 @@ def _decode_layer(layer: DecoderLayer, x: torch.Tensor, kc: torch.Tensor, vc: to
     return residual + layer.down_proj(F.silu(layer.gate_proj(h)) * layer.up_proj(h))
 
 
-def _logits(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
+def _logits(model: TinyLM, ids: torch.Tensor, recompute: bool = False) -> torch.Tensor:
     t = ids.shape[1]
     x = model.embed(ids)
     ang = torch.outer(torch.arange(t, device=ids.device, dtype=torch.float32),
@@ -160,22 +172,27 @@ def _logits(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
     ang = torch.cat((ang, ang), dim=-1)
     cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
     for layer in model.layers:
-        x = layer(x, cos, sin)
+        x = (checkpoint(layer, x, cos, sin, use_reentrant=False) if recompute
+             else layer(x, cos, sin))
     return model.lm_head(model.norm(x)).float()
 
 
-def _seq_train_fn(model: TinyLM, tokens: int, device: str) -> Callable[[], object]:
-    """Forward, full-vocabulary log-softmax, log-probs and entropy, backward."""
+def _seq_train_fn(model: TinyLM, tokens: int, device: str, recompute: bool,
+                  entropy: bool = True) -> Callable[[], object]:
+    """Forward, full-vocabulary log-softmax, log-probs (and entropy), backward (each layer's
+    forward run again in the backward when `recompute`)."""
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, model.lm_head.out_features, (1, tokens), generator=gen).to(device)
 
     def run() -> object:
         model.zero_grad(set_to_none=True)
         with torch.inference_mode(False), torch.enable_grad():
-            logp = F.log_softmax(_logits(model, ids), dim=-1)
+            logp = F.log_softmax(_logits(model, ids, recompute), dim=-1)
             taken = torch.gather(logp, -1, ids[..., None]).squeeze(-1)
-            entropy = -(logp.exp() * logp).sum(-1)
-            (-(taken.mean()) - 1e-3 * entropy.mean()).backward()
+            loss = -taken.mean()
+            if entropy:
+                loss = loss + 1e-3 * (logp.exp() * logp).sum(-1).mean()
+            loss.backward()
         return None
 
     return run
@@ -251,7 +268,8 @@ def run(device: str, quick: bool, progress: common.Progress | None = None,
                 fn = _decode_fn(model, int(p["batch"]), int(p["context"]), device, dtype,
                                 bool(p["graphs"]))
             elif bench == "seq_train":
-                fn = _seq_train_fn(model.train(), int(p["tokens"]), device)
+                fn = _seq_train_fn(model.train(), int(p["tokens"]), device,
+                                   bool(p["recompute"]), bool(p.get("entropy", 1)))
             else:
                 fn, extra = _logprob_fn(model.eval(), dict(p), device)
             params = {**p, **extra, **dims.params(), "dtype": str(dtype).split(".")[-1]}

@@ -15,7 +15,7 @@ from calibration.benchmarks.rl_shapes import TINY, lengths, pack, run  # noqa: E
 def test_every_bench_measures_on_the_cpu_and_skips_graphs() -> None:
     points = run("cpu", quick=True)
     by = {b: [p for p in points if p.bench == b] for b in rl_shapes.BENCHES}
-    assert [len(by[b]) for b in rl_shapes.BENCHES] == [3, 2, 2]
+    assert [len(by[b]) for b in rl_shapes.BENCHES] == [3, 4, 2]
     assert all(p.params["graphs"] == 0 for p in by["decode_step"])  # CUDA graphs need CUDA
     assert all(p.median_s > 0 and p.params["vocab"] == TINY.vocab for p in points)
     dynamic, fixed = by["logprob_pass"]
