@@ -173,6 +173,13 @@ real-runs: $(STAMP)
 verl-readmes: $(STAMP)
 	$(BIN)/python -m calibration.realruns.readmes
 
+# reports/rl-shapes.md: the RL-shaped microbenchmarks measured on an H200
+# (calibration/profiles/h200-rl-shapes.json, h200-host-overhead.json) against rlsim's prices
+# of the same work (issue 36, item 4). Seconds.
+.PHONY: rl-shapes-report
+rl-shapes-report: $(STAMP)
+	$(BIN)/python -m calibration.rl_shapes_check
+
 # The same corpus on stdout: error per record and phase, no fitting (`rlsim validate
 # --real-runs`; add --json for the JSON document).
 validate-real: $(STAMP)

@@ -31,9 +31,10 @@ class HostOps:
 
     Counts are per decoder layer, and once per micro-batch for the head (embedding, rotary
     angles, final norm, LM head, log-probs, loss). A pass takes the host
-    `ops * op_s + kernels * launch_s` (`autograd_op_s` for ops recorded or replayed by
-    autograd); measured by calibration/benchmarks/host_overhead.py, the launch cited
-    (docs/cost-model.md section 3, "Host-bound micro-batches")."""
+    `ops * op_s + kernels * launch_s` (`autograd_op_s` for ops autograd records,
+    `backward_op_s` for those its backward engine runs); measured by
+    calibration/benchmarks/host_overhead.py, the launch cited (docs/cost-model.md section 3,
+    "Host-bound micro-batches")."""
 
     # forward under no_grad (log-prob, reference and critic-value passes)
     forward_ops: float
@@ -50,10 +51,11 @@ class HostOps:
     head_forward_kernels: float
     head_backward_ops: float
     head_backward_kernels: float
-    # host seconds per dispatched op: Python module call + ATen dispatcher (no_grad), and
-    # with autograd's recording / backward engine
+    # host seconds per dispatched op: Python module call + ATen dispatcher (no_grad), with
+    # autograd's recording, and in autograd's backward engine
     op_s: float
     autograd_op_s: float
+    backward_op_s: float
     # host seconds of one cudaLaunchKernel (per kernel, on top of its op's dispatch)
     launch_s: float
 
@@ -72,29 +74,28 @@ class HostOps:
         """Host seconds of a train micro-batch (forward with autograd + backward) over
         `layers` layers and the head; `recompute_forward`: the layers' forward runs again
         in the backward (full activation recomputation)."""
-        per_layer_ops = self.grad_forward_ops + self.backward_ops
-        per_layer_kernels = self.grad_forward_kernels + self.backward_kernels
-        if recompute_forward:
-            per_layer_ops += self.grad_forward_ops
-            per_layer_kernels += self.grad_forward_kernels
-        ops = layers * per_layer_ops + self.head_forward_ops + self.head_backward_ops
-        kernels = (layers * per_layer_kernels + self.head_forward_kernels
-                   + self.head_backward_kernels)
-        return ops * self.autograd_op_s + kernels * self.launch_s
+        forwards = 2 if recompute_forward else 1
+        recorded = layers * forwards * self.grad_forward_ops + self.head_forward_ops
+        backward = layers * self.backward_ops + self.head_backward_ops
+        kernels = (layers * (forwards * self.grad_forward_kernels + self.backward_kernels)
+                   + self.head_forward_kernels + self.head_backward_kernels)
+        return (recorded * self.autograd_op_s + backward * self.backward_op_s
+                + kernels * self.launch_s)
 
 
 # Counts: calibration/benchmarks/host_overhead.py on torch 2.13, a bf16 Llama decoder layer
 # as Hugging Face writes it (grouped-query attention, SDPA), slopes over 1-16 layers; exact,
-# the same on any machine. Seconds per op: the same run timed on one core of an Intel Xeon
-# with AMX (Sapphire Rapids class, the DGX H100 host's generation), fp32 at hidden 32 where
-# compute is negligible. Launch: ~4 us per cudaLaunchKernel (docs/cost-model.md section 3).
+# the same on any machine. Launch: ~4 us per cudaLaunchKernel (docs/cost-model.md section
+# 3). Seconds per op: the same bench on an H200 machine with real CUDA launches
+# (calibration/profiles/h200-host-overhead.json, torch 2.11.0+cu130): per layer 440 us
+# no_grad forward, 569 us recording, 1825 us backward, less 4 us per kernel, over the ops.
 HF_LLAMA_HOST_OPS = HostOps(
     forward_ops=79, forward_kernels=49,
     grad_forward_ops=82, grad_forward_kernels=49,
     backward_ops=148, backward_kernels=86,
     head_forward_ops=26, head_forward_kernels=21,
     head_backward_ops=45, head_backward_kernels=31,
-    op_s=1.9e-6, autograd_op_s=2.5e-6,
+    op_s=3.09e-6, autograd_op_s=4.55e-6, backward_op_s=1.00e-5,
     launch_s=4e-6,
 )
 

@@ -238,6 +238,7 @@ class TrainCost:
         # passes share one batch (ref and old log-probs are the same pass, training deals
         # the same samples to the ranks), and micro-batches repeat token counts.
         self._elem_memo: dict[tuple[int, bool], float] = {}
+        self._head_memo: dict[int, float] = {}
         self._pass_memo: dict[tuple[object, ...], _Pass] = {}
         self._balance_memo: tuple[tuple[int, ...], list[list[int]]] | None = None
 
@@ -643,6 +644,23 @@ class TrainCost:
         self._elem_memo[key] = total
         return total
 
+    def _head_fwd_s(self, m: int) -> float:
+        """The forward of the LM head on one GPU for `m` tokens: its GEMM and the
+        memory-bound log-softmax after it, as `_gemms` and `_elementwise` price them."""
+        hit = self._head_memo.get(m)
+        if hit is not None:
+            return hit
+        mo, tp = self.model, self.tp
+        gemm = self._gemm.time_s(m, mo.vocab // tp, mo.hidden) if m > 0 else 0.0
+        traffic = self.backend.elementwise_traffic if self.backend is not None else None
+        if traffic is not None:
+            elem = self._elem.time_s(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden,
+                                                                      False))
+        else:
+            elem = self._elem.time_s(m * mo.vocab / tp * (self.dtype_bytes + 4))
+        self._head_memo[m] = gemm + elem
+        return gemm + elem
+
     def _attention_s(self, pairs_per_gpu: float, backward: bool) -> float:
         """Causal attention of one pass on one GPU: 4 * q_dim/tp FLOPs per (query, key)
         pair per layer at `attention_flops_efficiency`, 2.5x that backward at the backend's
@@ -737,18 +755,33 @@ class TrainCost:
                + self._elementwise(m, backward=True) / speed)
         comm_b = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_b, True)
         if recompute == "full":
-            bwd += fwd
+            # Checkpointing re-runs the decoder layers' forward, not the LM head and its
+            # log-softmax (Hugging Face gradient checkpointing wraps the decoder layers;
+            # Megatron's full recompute the transformer layers): on an H200 the added time
+            # is the layers' forward alone (reports/rl-shapes.md, "What full
+            # recomputation adds").
+            bwd += fwd - self._head_fwd_s(m) / speed
             comm_b += comm_f
         elif recompute == "selective":
             bwd += attn_f
         return fwd + bwd, comm_f + comm_b, bwd + comm_b
 
+    def micro_batch_s(self, seqs: Sequence[int], backward: bool,
+                      recompute: Recompute = "none") -> float:
+        """GPU time of one micro-batch of sequences `seqs` (padded lengths) on one replica:
+        its kernels and collectives, without the host's dispatch (`host_s`) or the
+        framework's fixed per-micro-batch cost. What a microbenchmark of one micro-batch
+        times (calibration/rl_shapes_check.py)."""
+        compute, comm, _ = self._micro_batch(seqs, backward, recompute)
+        return compute + comm
+
     def host_s(self, backward: bool, recompute: Recompute = "none") -> float:
         """Host time to issue one micro-batch of the whole model (all pipeline stages) in
         eager PyTorch: the backend's ops per layer and head, each `op_s` (or
-        `autograd_op_s`) plus `launch_s` per kernel; a train pass (`backward`) records the
-        forward, runs the backward and, under full recompute, the forward again. 0 without
-        a backend or with `host_ops` None. Independent of the tokens."""
+        `autograd_op_s` recorded, `backward_op_s` in the backward) plus `launch_s` per
+        kernel; a train pass (`backward`) records the forward, runs the backward and, under
+        full recompute, the forward again. 0 without a backend or with `host_ops` None.
+        Independent of the tokens."""
         b = self.backend
         if b is None or b.host_ops is None:
             return 0.0

@@ -33,3 +33,13 @@ def test_lengths_are_long_tailed_and_add_up() -> None:
     assert 4096 <= sum(lens) < 4096 + max(lens)
     assert max(lens) > 4 * sorted(lens)[len(lens) // 2]  # log-std 1: a long tail
     assert lengths(4096) == lens  # seeded
+
+
+def test_host_enqueue_times_every_pass_on_the_cpu() -> None:
+    from calibration.benchmarks import host_enqueue
+
+    out = host_enqueue.run("cpu", reps=1)
+    assert set(out) == {f"{p} L{n}{s}" for n in (4, 8) for p, s in
+                        (("train", " rc0"), ("train", " rc1"), ("forward", ""),
+                         ("decode", " b1"), ("decode", " b64"))}
+    assert all(med >= low > 0 for med, low in out.values())
