@@ -46,7 +46,8 @@ class HostOps:
     backward_ops: float
     backward_kernels: float
     # the head under no_grad, and what a train micro-batch adds to it (autograd recording,
-    # the loss, its backward)
+    # the loss, its backward; train_s prices all of the added ops at backward_op_s, though
+    # the CUDA run counts 2 of the 45 as recorded)
     head_forward_ops: float
     head_forward_kernels: float
     head_backward_ops: float

@@ -651,7 +651,8 @@ class TrainCost:
         if hit is not None:
             return hit
         mo, tp = self.model, self.tp
-        gemm = self._gemm.time_s(m, mo.vocab // tp, mo.hidden) if m > 0 else 0.0
+        n = mo.vocab // tp
+        gemm = self._gemm.time_s(m, n, mo.hidden) if m > 0 and n > 0 else 0.0
         traffic = self.backend.elementwise_traffic if self.backend is not None else None
         if traffic is not None:
             elem = self._elem.time_s(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden,
