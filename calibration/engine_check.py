@@ -69,6 +69,18 @@ MAPPED: dict[str, Mapping] = {
         "serves it in FP8 (the point's dtype)"),
     "llama2-7b": Mapping("llama-2-7b"),
     "llama2-70b": Mapping("llama-2-70b"),
+    "meta/llama3-8b-instruct": Mapping(
+        "llama-3-8b", "fp8", why="NIM serves it in FP8 (the point's dtype)"),
+    "meta/llama3-70b-instruct": Mapping(
+        "llama-3-70b", "fp8", why="NIM serves it in FP8 (the point's dtype)"),
+    "meta/llama-3_1-70b-instruct": Mapping("llama-3.1-70b"),
+    "llama_70b": Mapping(
+        "llama-2-70b", "fp8", why="TensorRT-LLM v0.5's llama_70b (November 2023, before "
+        "Llama 3) is Llama 2 70B; FP8 as the blog states"),
+    "llama-70b": Mapping("llama-2-70b", "fp8", why="the blog's footnote names Llama2-70B; "
+                         "FP8 as it states"),
+    "qwen3-30b-a3b-base": Mapping("qwen3-30b-a3b", why="the base checkpoint of the same "
+                                  "architecture"),
 }
 # Points whose model name is shared by several sizes: the size comes from the id.
 _BY_ID = {"trtllm-perfdoc-v0.6.1-llama7b": "llama-2-7b",
@@ -167,7 +179,9 @@ def check(p: EnginePoint) -> Check:
     if gpu is None:
         c.reason = f"GPU {p.gpu!r} not stated or not in the catalogue"
         return c
-    if p.tp is None:
+    # One GPU is TP 1 whether or not the source says so.
+    tp = p.tp if p.tp is not None else (1 if p.gpus == 1 else None)
+    if tp is None:
         c.reason = "tensor parallelism not stated"
         return c
     if p.load is None and c.metric != "itl_fit_intercept_ms":
@@ -177,7 +191,7 @@ def check(p: EnginePoint) -> Check:
     options = EngineOptions(cuda_graphs=p.cuda_graphs is not False, dtype=m.dtype,  # type: ignore[arg-type]
                             kv_cache_dtype=m.kv_cache_dtype)  # type: ignore[arg-type]
     try:
-        cost = InferenceCost(MODELS[m.model], spec, p.tp, builtin_profile(spec),
+        cost = InferenceCost(MODELS[m.model], spec, tp, builtin_profile(spec),
                              options=options)
     except ValueError as err:
         c.reason = f"rlsim cannot build the engine: {err}"
