@@ -78,12 +78,14 @@ def _recompute(p: dict[str, object]) -> Recompute:
     return "full" if int(str(p.get("recompute", 0))) else "none"
 
 
+def _of(points: Iterable[Measurement], bench: str) -> Iterable[Measurement]:
+    return (m for m in points if m.bench == bench)
+
+
 def seq_train_rows(points: Iterable[Measurement]) -> list[Row]:
     """Each `seq_train` point: one micro-batch of one sequence, forward and backward."""
     rows = []
-    for m in points:
-        if m.bench != "seq_train":
-            continue
+    for m in _of(points, "seq_train"):
         p = m.params
         rc = _recompute(p)
         entropy = int(str(p.get("entropy", 1)))
@@ -141,13 +143,11 @@ def recompute_rows(points: Sequence[Measurement]) -> list[Row]:
 
 def logprob_rows(points: Iterable[Measurement]) -> list[Row]:
     """Each `logprob_pass` point: the bench's own micro-batches, priced one by one (a fixed
-    micro-batch pads its sequences to the longest; a dynamic one is unpadded)."""
+    micro-batch pads its sequences to the longest; a dynamic one is one unpadded row)."""
     from calibration.benchmarks.rl_shapes import lengths, pack
 
     rows = []
-    for m in points:
-        if m.bench != "logprob_pass":
-            continue
+    for m in _of(points, "logprob_pass"):
         p = m.params
         cost = trainer(p)
         batches = pack(lengths(int(str(p["tokens"]))), str(p["packing"]),
