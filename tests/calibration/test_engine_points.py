@@ -20,7 +20,7 @@ def test_the_collection_meets_issue_36s_counts() -> None:
     sides = Counter(p.side for p in POINTS)
     assert len(POINTS) >= 45
     assert engines["vllm"] >= 10 and engines["sglang"] >= 10
-    assert engines["trtllm"] >= 10 and engines["nim"] >= 10  # LMDeploy: 9 (issue 36 asks 10)
+    assert engines["trtllm"] >= 10 and engines["nim"] >= 10 and engines["lmdeploy"] >= 10
     assert sides["calibrate"] >= 30 and sides["validate"] >= 15
     # low and high load both covered, for both families
     for engine in ("vllm", "sglang"):
