@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from calibration.benchmarks import dataproto_serde  # noqa: E402
+from calibration.benchmarks import dataproto_serde
 
 
 def test_a_tiny_batch_is_timed_step_by_step() -> None:
