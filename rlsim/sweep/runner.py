@@ -172,9 +172,11 @@ def preflight(ctx: PointContext, points: list[Point], keys: tuple[str, ...] = ()
     if len(seen) == 1:
         raise error
     where = ", ".join(f"{k}={v}" for k, v in zip(keys, point.values, strict=True))
+    # The point's source (the scenario file) leads the line, as it does for one error.
     raise ScenarioError(error.field, f"every point of the sweep is invalid ({len(points)} of "
                         f"{len(points)}, {len(seen)} different errors); the first, point "
-                        f"{point.id} ({where}), says: {error.field}: {error.message}")
+                        f"{point.id} ({where}), says: {error.field}: {error.message}",
+                        source=error.source)
 
 
 @contextmanager

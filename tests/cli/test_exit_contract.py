@@ -75,6 +75,8 @@ def test_a_sweep_whose_every_point_is_invalid_exits_2_writing_nothing(tmp_path):
     assert len(lines) == 1, err
     assert lines[0].startswith("rlsim: error: ") and "rollout.tp" in lines[0]
     assert "every point of the sweep is invalid (2 of 2" in lines[0]
+    # the file leads the line, as it does when every point fails the same way
+    assert lines[0].startswith(f"rlsim: error: {scenario}: rollout.tp: "), lines[0]
     assert out == "" and not (tmp_path / "sw").exists() and wall < 10
 
 
