@@ -53,6 +53,7 @@ def test_recompute_adds_about_the_layers_forward() -> None:
 
 
 def test_log_prob_passes_are_priced_as_the_bench_ran_them() -> None:
+    pytest.importorskip("torch")  # the rows rebuild the bench's lengths
     rows = check.logprob_rows(check.load())
     assert len(rows) == 4 and all(r.validates for r in rows)
     assert all(abs(r.error) <= check.TOLERANCE for r in rows)
