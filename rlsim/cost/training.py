@@ -630,7 +630,7 @@ class TrainCost:
             kernels = traffic.bwd_kernels if backward else traffic.kernels
             launch_s = self.profile.elementwise_launch_s
             per_layer = e(m * per_token) + (kernels - 1) * launch_s
-            head = e(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden, backward))
+            head = self._head_elementwise_s(m, backward)
             total = mo.layers * per_layer + head
         else:
             # Sequence parallelism (Megatron with TP: veRL's megatron.sequence_parallel and
@@ -638,7 +638,7 @@ class TrainCost:
             per_layer = (2 * e(4.0 * m * mo.hidden * d / tp)
                          + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
                          + e(3.0 * m * act_ffn / tp * d))
-            total = mo.layers * per_layer + e(m * mo.vocab / tp * (d + 4))
+            total = mo.layers * per_layer + self._head_elementwise_s(m, False)
             if backward:
                 total *= 2.0
         self._elem_memo[key] = total
@@ -653,14 +653,21 @@ class TrainCost:
         mo, tp = self.model, self.tp
         n = mo.vocab // tp
         gemm = self._gemm.time_s(m, n, mo.hidden) if m > 0 and n > 0 else 0.0
+        out = gemm + self._head_elementwise_s(m, False)
+        self._head_memo[m] = out
+        return out
+
+    def _head_elementwise_s(self, m: int, backward: bool) -> float:
+        """The head's memory-bound kernels for `m` tokens (final norm, log-softmax, gather):
+        the eager backend's counted bytes (forward or backward), or the fused fp32
+        log-softmax of the logits (forward; `_elementwise` doubles the fused total
+        backward)."""
+        mo = self.model
         traffic = self.backend.elementwise_traffic if self.backend is not None else None
         if traffic is not None:
-            elem = self._elem.time_s(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden,
-                                                                      False))
-        else:
-            elem = self._elem.time_s(m * mo.vocab / tp * (self.dtype_bytes + 4))
-        self._head_memo[m] = gemm + elem
-        return gemm + elem
+            return self._elem.time_s(m * traffic.head_bytes_per_token(mo.vocab, mo.hidden,
+                                                                      backward))
+        return self._elem.time_s(m * mo.vocab / self.tp * (self.dtype_bytes + 4))
 
     def _attention_s(self, pairs_per_gpu: float, backward: bool) -> float:
         """Causal attention of one pass on one GPU: 4 * q_dim/tp FLOPs per (query, key)
