@@ -6,20 +6,28 @@ veRL's driver ships every worker-group call's batch as one padded DataProto: int
 makes it contiguous (`consolidate`, a copy) and `torch.save`s it into a BytesIO; each
 worker `torch.load`s its chunk, and the driver concatenates the outputs. This bench times
 those steps on one thread (the driver's), min of `reps`, and the numpy pickling that
-`VERL_DATAPROTO_SERIALIZATION_METHOD=numpy` swaps in. docs/research/controller-transfer.md
-reads the rates against `controller.bandwidth`.
+`VERL_DATAPROTO_SERIALIZATION_METHOD=numpy` swaps in. It also times the driver's two
+composed paths as veRL runs them: `dispatch`, every chunk consolidated and saved by a
+thread pool as `verl.utils.ray_utils.parallel_put` does (`threads` workers; 1 = serial),
+and `collect`, every output loaded and concatenated on the driver's one thread.
+`rlsim.cost.controller` prices the driver's send and receive paths from these
+(docs/cost-model.md, "Controller").
 
-Run: `python -m calibration.benchmarks.dataproto_serde [--responses N]` (0.65 GB at the
-default 2,048 responses of 1k + 7k tokens; a few seconds).
+Run: `python -m calibration.benchmarks.dataproto_serde [--responses N] [--threads T]
+[--json FILE]` (0.65 GB at the default 2,048 responses of 1k + 7k tokens; seconds).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
+import os
 import pickle
+import platform
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
@@ -27,7 +35,7 @@ import torch
 T = TypeVar("T")
 
 STEPS = ("consolidate", "torch.save", "torch.load", "numpy pickle", "numpy unpickle",
-         "torch.cat")
+         "torch.cat", "dispatch serial", "dispatch threaded", "collect")
 
 
 def batch(n: int, prompt: int, response: int) -> dict[str, torch.Tensor]:
@@ -52,9 +60,17 @@ def _best(fn: Callable[[], T], reps: int) -> tuple[float, T]:
     return best, out
 
 
+def _serialize(chunk: dict[str, torch.Tensor]) -> bytes:
+    """One chunk as `DataProto.__getstate__` ships it: consolidated, then torch.save."""
+    buf = io.BytesIO()
+    torch.save({k: v.contiguous().clone() for k, v in chunk.items()}, buf)
+    return buf.getvalue()
+
+
 def run(n: int = 2048, prompt: int = 1024, response: int = 7168, workers: int = 8,
-        reps: int = 3) -> tuple[int, dict[str, float]]:
-    """(bytes of the batch, seconds of each step in STEPS over all `workers` chunks)."""
+        reps: int = 3, threads: int = 2) -> tuple[int, dict[str, float]]:
+    """(bytes of the batch, seconds of each step in STEPS over all `workers` chunks);
+    `threads` is the pool of the threaded dispatch (veRL: min(chunks, cores))."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -84,21 +100,57 @@ def run(n: int = 2048, prompt: int = 1024, response: int = 7168, workers: int = 
                      for b in nblobs], reps)
         sec["torch.cat"], _ = _best(
             lambda: {k: torch.cat([b[k] for b in back]) for k in data}, reps)
+        sec["dispatch serial"], _ = _best(lambda: [_serialize(c) for c in views], reps)
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            sec["dispatch threaded"], _ = _best(lambda: list(pool.map(_serialize, views)),
+                                                reps)
+        sec["collect"], _ = _best(lambda: _collect(blobs, list(data)), reps)
         return size, sec
     finally:
         torch.set_num_threads(saved)
+
+
+def _collect(blobs: list[bytes], keys: list[str]) -> dict[str, torch.Tensor]:
+    """The driver's collect: every output loaded, then one concatenation per key."""
+    parts = [torch.load(io.BytesIO(b), weights_only=True) for b in blobs]
+    return {k: torch.cat([p[k] for p in parts]) for k in keys}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.benchmarks.dataproto_serde",
                                  description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--responses", type=int, default=2048)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="thread pool of the threaded dispatch (default 2)")
+    ap.add_argument("--json", metavar="FILE", help="also write the rates to FILE")
     args = ap.parse_args(argv)
-    size, sec = run(args.responses)
-    print(f"batch {size / 1e9:.2f} GB in 8 chunks, one thread, min of 3")
+    if args.responses < 8 or args.threads < 1:
+        ap.error("--responses must be >= 8 and --threads >= 1")
+    size, sec = run(args.responses, threads=args.threads)
+    print(f"batch {size / 1e9:.2f} GB in 8 chunks, one thread (dispatch threaded: "
+          f"{args.threads}), min of 3")
     for name in STEPS:
-        print(f"  {name:15s} {sec[name]:6.2f} s = {size / sec[name] / 1e9:6.2f} GB/s")
+        print(f"  {name:17s} {sec[name]:6.2f} s = {size / sec[name] / 1e9:6.2f} GB/s")
+    if args.json:
+        out = {"bench": "dataproto_serde", "bytes": size, "chunks": 8,
+               "threads": args.threads, "torch": torch.__version__,
+               "cpu": _cpu_name(), "cores": os.cpu_count(),
+               "rate_bytes_per_s": {k: size / v for k, v in sec.items()}}
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+            f.write("\n")
     return 0
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

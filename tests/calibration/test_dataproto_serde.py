@@ -3,6 +3,8 @@ tiny batch: the bytes are veRL's padded tensors' and every step is timed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("torch")
@@ -16,3 +18,19 @@ def test_a_tiny_batch_is_timed_step_by_step() -> None:
     assert size == 16 * 8 * (3 * 32 + 8 + 2 * 24)
     assert set(sec) == set(dataproto_serde.STEPS)
     assert all(s > 0 for s in sec.values())
+
+
+def test_json_carries_every_rate(tmp_path, capsys) -> None:
+    out = tmp_path / "serde.json"
+    assert dataproto_serde.main(["--responses", "16", "--threads", "2", "--json",
+                                 str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert set(data["rate_bytes_per_s"]) == set(dataproto_serde.STEPS)
+    assert data["threads"] == 2 and data["bytes"] > 0
+    assert "dispatch threaded" in capsys.readouterr().out
+
+
+def test_bad_arguments_exit_2() -> None:
+    with pytest.raises(SystemExit) as err:
+        dataproto_serde.main(["--threads", "0"])
+    assert err.value.code == 2
