@@ -558,6 +558,35 @@ class WeightSyncConfig(Frozen):
         return self
 
 
+# The driver's copies, measured by calibration/benchmarks/dataproto_serde.py on one host
+# (calibration/profiles/cpu-dataproto-serde.json: AMD EPYC VM, 2 cores, torch 2.13 CPU; a
+# 0.65 GB padded batch in 8 chunks; the best of three runs, each the minimum of 3
+# repeats; the runs spread 0.60-1.13 and 1.43-1.73 GB/s on this shared VM).
+# Calibration from a microbenchmark, not fitted to any RL run (docs/validation.md).
+DISPATCH_BYTES_PER_S = 1.1e9
+"""Consolidate + `torch.save` of every chunk in a 2-thread pool, as veRL's `parallel_put`
+runs it (veRL's pool is min(chunks, cores) threads; on 2 cores it ran no faster than one
+thread, and veRL PR 3495 measured 1.45x from threads on a larger host)."""
+COLLECT_BYTES_PER_S = 1.7e9
+"""`torch.load` of every output + `torch.cat`, on the driver's one thread."""
+OBJECT_STORE_BYTES_PER_S = 19.86 * 1.048576e9
+"""One copy into (or out of) Ray's object store: Ray microbenchmark
+`single_client_put_gigabytes` 19.86 in Ray's unit of 1.048576e9 B
+(release/perf_metrics/microbenchmark.json @08444c4)."""
+
+
+def _in_series(*rates: float) -> float:
+    """The rate of steps each byte passes one after another."""
+    return 1.0 / sum(1.0 / r for r in rates)
+
+
+SEND_BYTES_PER_S = _in_series(DISPATCH_BYTES_PER_S, OBJECT_STORE_BYTES_PER_S)
+"""Default `ControllerConfig.bandwidth`: serialize, then copy into the object store."""
+RECEIVE_BYTES_PER_S = _in_series(OBJECT_STORE_BYTES_PER_S, COLLECT_BYTES_PER_S)
+"""Default `ControllerConfig.receive_bandwidth`: copy out of the object store, then load and
+concatenate."""
+
+
 class ControllerConfig(Frozen):
     """The single controller's own work per step (veRL's driver: Ray calls to the worker
     groups, the padded batch sent and gathered, advantages computed on the driver;
@@ -576,11 +605,18 @@ class ControllerConfig(Frozen):
         description="Driver time per worker in a call (one actor call each; veRL: one "
         "worker per GPU). Ray microbenchmark 1_n_actor_calls_async: 8,038 calls/s (0.12 ms).")
     bandwidth: BytesPerSecond = Field(
-        default=20.82e9, gt=0,
-        description="Rate at which the driver moves the batch's bytes into and out of "
-        "Ray's object store. Ray microbenchmark single_client_put_gigabytes: 19.86 of "
-        "Ray's 'GB' (it counts 838,860,800 B as 0.8 GB: 1.048576e9 B each), 20.82e9 B/s; "
-        "set the driver node's NIC rate when it is lower, e.g. '100 Gb/s'.")
+        default=SEND_BYTES_PER_S, gt=0,
+        description="Rate at which the driver sends a call's batch: each chunk "
+        "consolidated and torch.save'd (veRL's DataProto.__getstate__), then copied into "
+        "Ray's object store. Default 1.04 GB/s: the serialization measured by "
+        "calibration/benchmarks/dataproto_serde.py in series with Ray's "
+        "single_client_put_gigabytes; set the driver node's NIC rate when it is lower, "
+        "e.g. '10 Gb/s'.")
+    receive_bandwidth: BytesPerSecond = Field(
+        default=RECEIVE_BYTES_PER_S, gt=0,
+        description="Rate at which the driver gets a call's outputs back: copied out of "
+        "Ray's object store, torch.load'ed and concatenated. Default 1.57 GB/s, measured "
+        "like `bandwidth`.")
     advantage_per_element: Seconds = Field(
         default=1.0e-8, ge=0,
         description="Driver time per element of the padded response tensor [responses, "

@@ -126,6 +126,9 @@ class Phases:
         # refuse it when the scenario is loaded)
         self.batched_env = cluster.scenario.policy.env_interaction == "batched"
         self._controller_costs: dict[int, ControllerCost] = {}
+        # step -> the controller cost its `controller` phase priced: `ref` and `train`
+        # charge their calls' transfers from it (veRL times them inside those calls)
+        self._step_calls: dict[int, ControllerCost] = {}
 
     def run_steps(self, steps: int, one_step: StepBody,
                   start: StepBody | None = None) -> Generator[simpy.Event, Any, None]:
@@ -389,9 +392,20 @@ class Phases:
 
     # ------------------------------------------------------------------ train side
     def ref(self, step: int, samples: Sequence[Sample]) -> simpy.Process:
-        return self.phase("ref", step, self._ref(samples))
+        """The log-prob (and, under PPO, value) passes, each after the driver's dispatch
+        and collect of its call (`driver_s` on the span; zero without `controller`)."""
+        driver = self._call_transfers(step, ("old_logprob", "ref_logprob", "critic_values"))
+        return self.phase("ref", step, self._ref(samples, driver),
+                          driver_s=sum(driver.values()))
 
-    def _ref(self, samples: Sequence[Sample]) -> Generator[simpy.Event, Any, None]:
+    def _call_transfers(self, step: int, calls: Sequence[str]) -> dict[str, float]:
+        """Seconds of each of `calls`' dispatch and collect in `step` (its `controller`
+        phase priced them; none when the policy ran no controller phase)."""
+        cost = self._step_calls.get(step)
+        return {c: cost.transfer_of(c) if cost is not None else 0.0 for c in calls}
+
+    def _ref(self, samples: Sequence[Sample],
+             driver: dict[str, float]) -> Generator[simpy.Event, Any, None]:
         lengths = [s.tokens for s in samples]  # the cost model packs them into micro-batches
         tokens, seq = _attention(lengths)
         t = self.cluster.scenario.train
@@ -400,14 +414,23 @@ class Phases:
         # each pass is trainer work of its own: the log-probs it computed are the driver's
         # data, kept when the trainer restarts alone
         if t.ref_logprob:
+            yield from self._driver(driver["ref_logprob"])
             yield from work(lambda: _wait(trainer.forward(tokens, "ref_logprob", seq, lengths,
                                                           reference=True)))
         if t.old_logprob:
+            yield from self._driver(driver["old_logprob"])
             yield from work(lambda: _wait(trainer.forward(tokens, "old_logprob", seq,
                                                           lengths)))
         if t.critic:  # PPO: the critic's values of every sample
+            yield from self._driver(driver["critic_values"])
             yield from work(lambda: _wait(trainer.forward(tokens, "critic_values", seq,
                                                           lengths)))
+
+    def _driver(self, seconds: float) -> Generator[simpy.Event, Any, None]:
+        """The driver's serial work before a call's workers start (dispatch and collect
+        of the call's batch)."""
+        if seconds > 0:
+            yield self.env.timeout(seconds)
 
     def train(self, step: int, samples: Sequence[Sample], version: int,
               streamed: Sequence[Sample] = ()) -> simpy.Process:
@@ -428,9 +451,12 @@ class Phases:
         else:
             work, work_seq = tokens, seq
         prompts = len({s.prompt_id for s in rest})
+        driver = self._call_transfers(step, ("update_actor", "update_critic"))
+        self._step_calls.pop(step, None)
         return self.phase(
-            "train", step, self._train(work, work_seq, step, lengths, prompts, samples),
-            samples=len(samples),
+            "train", step, self._train(work, work_seq, step, lengths, prompts, samples,
+                                       driver),
+            samples=len(samples), driver_s=sum(driver.values()),
             tokens=tokens, streamed=len(streamed),
             seq_tokens=seq, response_tokens=sum(s.response_tokens for s in samples),
             staleness_mean=float(np.mean(stale)) if stale else 0.0,
@@ -440,7 +466,8 @@ class Phases:
 
     def _train(self, tokens: int, seq_tokens: float | None, step: int,
                lengths: Sequence[int] | None = None, prompts: int | None = None,
-               samples: Sequence[Sample] = ()) -> Generator[simpy.Event, Any, None]:
+               samples: Sequence[Sample] = (),
+               driver: dict[str, float] | None = None) -> Generator[simpy.Event, Any, None]:
         job = self.job
         epoch = job.epoch
         trainer = self.cluster.trainer
@@ -454,6 +481,11 @@ class Phases:
                 yield trainer.train(tokens, seq_tokens, lengths, prompts,
                                     label="critic_update", step=step)
 
+        # the driver dispatches each update's batch before its workers start (veRL: in
+        # timing_s/update_actor and update_critic); the critic's call comes first
+        driver = driver or {}
+        yield from self._driver(driver.get("update_critic", 0.0)
+                                + driver.get("update_actor", 0.0))
         yield from self.hooks.trainer_work(update)
         if epoch != job.epoch:
             return
@@ -538,14 +570,21 @@ class Phases:
         """The single controller's own work of a step (veRL's driver: one Ray call per
         worker group, the padded batch sent and gathered, advantages on the driver;
         `rlsim.cost.controller`), as phase `controller`; the span carries each term.
-        Zero-length with `controller.enabled: false`. A policy calls it between reward and
-        the trainer's log-prob passes."""
+        The log-prob and update calls' transfers are charged in `ref` and `train` (their
+        spans' `driver_s`), the generate call's here (`transfer_here_s`). Zero-length with
+        `controller.enabled: false`. A policy calls it between reward and the trainer's
+        log-prob passes."""
         cost = self.controller_cost(len(samples))
+        self._step_calls[step] = cost
         # A fitted framework overhead (framework.step_overhead): the driver's work rlsim
         # does not price, once per step, with or without `controller.enabled`.
         extra_s = self.cluster.scenario.framework.step_overhead
         attrs: dict[str, Any] = dict(cost.attrs())
-        seconds = cost.total_s
+        # the later calls' transfers are charged in `ref` and `train`, where veRL times
+        # them; the generate call's here (its collect ends the generation)
+        here_s = cost.transfer_of("generate")
+        attrs["transfer_here_s"] = here_s
+        seconds = cost.call_s + here_s + cost.advantage_s
         if extra_s > 0:
             attrs["framework_overhead_s"] = extra_s
             seconds += extra_s
@@ -568,7 +607,8 @@ class Phases:
                     call_latency_s=cfg.call_latency, per_worker_call_s=cfg.per_worker_call,
                     bytes_per_s=cfg.bandwidth,
                     advantage_per_element_s=cfg.advantage_per_element,
-                    old_logprob=t.old_logprob, ref_logprob=t.ref_logprob, critic=t.critic)
+                    old_logprob=t.old_logprob, ref_logprob=t.ref_logprob, critic=t.critic,
+                    receive_bytes_per_s=cfg.receive_bandwidth)
             self._controller_costs[responses] = cost
         return cost
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from rlsim.api import simulate
+from rlsim.config import scenario as scenario_mod
 from rlsim.config.errors import ScenarioError
 from rlsim.config.loading import scenario_from_dict
 from rlsim.config.scenario import ControllerConfig
-from rlsim.cost.controller import controller_cost, step_bytes_per_response
+from rlsim.cost.controller import (
+    CALLS,
+    call_bytes_per_response,
+    controller_cost,
+    step_bytes_per_response,
+)
 from tests.scenarios import tiny
 
 TOY = {"call_latency_s": 0.5e-3, "per_worker_call_s": 0.1e-3, "bytes_per_s": 1e9,
@@ -27,6 +34,31 @@ def test_bytes_per_response_closed_forms():
     # neither log-prob pass: gen, then update_actor on 32P + 56R
     assert step_bytes_per_response(100, 1000, old_logprob=False, ref_logprob=False) == \
         88 * 100 + 88 * 1000
+
+
+def test_bytes_by_call_sum_to_the_step_and_follow_verl_order():
+    calls = call_bytes_per_response(100, 1000, critic=True)
+    assert [c for c, _, _ in calls] == list(CALLS)
+    assert sum(s + g for _, s, g in calls) == step_bytes_per_response(100, 1000, critic=True)
+    by = {c: (s, g) for c, s, g in calls}
+    # generate sends the prompts' ids, mask, positions (24P) and gets 32P + 32R;
+    # compute_log_prob sends the batch 32P + 40R and gets log-probs and entropies (8R)
+    assert by["generate"] == (24 * 100, 32 * 100 + 32 * 1000)
+    assert by["old_logprob"] == (32 * 100 + 40 * 1000, 8 * 1000)
+    # the updates send the whole batch (+ the advantage's 16R) and get metrics only
+    assert by["update_actor"] == (32 * 100 + 68 * 1000, 0)
+
+
+def test_sent_and_received_bytes_take_their_own_rates():
+    c = controller_cost(64, 100, 1000, 8, 8, **TOY, receive_bytes_per_s=2e9)
+    calls = call_bytes_per_response(100, 1000)
+    assert c.transfer_of("generate") == pytest.approx(64 * (2400 / 1e9 + 35200 / 2e9))
+    assert c.transfer_s == pytest.approx(
+        sum(64 * (s / 1e9 + g / 2e9) for _, s, g in calls))
+    assert sum(s for _, s in c.transfer_by_call) == pytest.approx(c.transfer_s)
+    assert c.transfer_of("critic_values") == 0.0  # not a PPO run: no such call
+    with pytest.raises(ValueError, match=r"controller\.receive_bandwidth"):
+        controller_cost(4, 100, 1000, 8, 8, **TOY, receive_bytes_per_s=0.0)
 
 
 def test_controller_cost_closed_form():
@@ -64,8 +96,22 @@ def test_defaults_are_the_cited_measurements():
     assert c.enabled
     assert 1 / c.call_latency == pytest.approx(2011.9, rel=1e-4)  # Ray 1_1_actor_calls_sync
     assert 1 / c.per_worker_call == pytest.approx(8038.2, rel=1e-4)  # 1_n_actor_calls_async
-    # single_client_put_gigabytes 19.86 in Ray's unit of 1.048576e9 B
-    assert c.bandwidth == pytest.approx(19.86 * 1.048576e9, rel=1e-3)
+    # the object store copy: single_client_put_gigabytes 19.86 in Ray's unit of 1.048576e9 B
+    store = 19.86 * 1.048576e9
+    assert pytest.approx(store, rel=1e-3) == scenario_mod.OBJECT_STORE_BYTES_PER_S
+    # the driver's serialization: the best of the stored runs of the bench (the threaded
+    # dispatch veRL's parallel_put runs, and the collect), within 5% as rounded
+    prof = json.loads((Path(__file__).parents[2] / "calibration" / "profiles"
+                       / "cpu-dataproto-serde.json").read_text())
+    best = {k: max(r[k] for r in prof["runs"]) for k in ("dispatch threaded", "collect")}
+    dispatch, collect = best["dispatch threaded"], best["collect"]
+    assert scenario_mod.DISPATCH_BYTES_PER_S / dispatch == pytest.approx(1.0, abs=0.05)
+    assert scenario_mod.COLLECT_BYTES_PER_S / collect == pytest.approx(1.0, abs=0.05)
+    # each byte passes the serialization and the store copy one after the other
+    assert 1 / c.bandwidth == pytest.approx(
+        1 / scenario_mod.DISPATCH_BYTES_PER_S + 1 / store, rel=1e-3)
+    assert 1 / c.receive_bandwidth == pytest.approx(
+        1 / scenario_mod.COLLECT_BYTES_PER_S + 1 / store, rel=1e-3)
 
 
 def test_advantage_constant_is_the_calibration_record():
@@ -89,16 +135,25 @@ def test_sync_step_pays_the_controller_phase(tmp_path: Path):
     on = simulate(sc, tmp_path / "on").summary
     off = simulate(off_sc, tmp_path / "off").summary
     w = sc.workload
-    expected = controller_cost(
+    cost = controller_cost(
         w.prompts_per_step * w.samples_per_prompt, w.max_prompt_len, w.max_response_len,
         8, 8, call_latency_s=sc.controller.call_latency,
         per_worker_call_s=sc.controller.per_worker_call, bytes_per_s=sc.controller.bandwidth,
-        advantage_per_element_s=sc.controller.advantage_per_element).total_s
-    assert on["phase_time_s"]["controller"] == pytest.approx(expected)
+        advantage_per_element_s=sc.controller.advantage_per_element,
+        receive_bytes_per_s=sc.controller.receive_bandwidth)
+    # the controller phase: calls, the generate call's transfer, the advantage; the
+    # log-prob calls' transfers in `ref`, the update's in `train` (where veRL times them)
+    here = cost.call_s + cost.transfer_of("generate") + cost.advantage_s
+    assert on["phase_time_s"]["controller"] == pytest.approx(here)
+    logprob = cost.transfer_of("old_logprob") + cost.transfer_of("ref_logprob")
+    assert on["phase_time_s"]["ref"] - off["phase_time_s"]["ref"] == \
+        pytest.approx(logprob, rel=1e-6)
+    assert on["phase_time_s"]["train"] - off["phase_time_s"]["train"] == \
+        pytest.approx(cost.transfer_of("update_actor"), rel=1e-6)
     assert off["phase_time_s"]["controller"] == 0.0
     # sync: nothing overlaps, so the step grows by exactly the controller's time
     assert on["step_time_s"]["mean"] - off["step_time_s"]["mean"] == \
-        pytest.approx(expected, rel=1e-6)
+        pytest.approx(cost.total_s, rel=1e-6)
 
 
 @pytest.mark.parametrize("policy", ["one_off", "async", "tail_batching"])

@@ -55,7 +55,8 @@ def measured_run(data: dict[str, Any], framework: dict[str, Any],
                  lengths: dict[str, float] | None = None) -> MeasuredRun:
     """Simulate `data` with `framework` knobs and log its steps as a veRL run would: the
     log's keys from rlsim's phases (update_weights = weight_sync + switch, the log-prob
-    passes from the trainer's spans inside each step)."""
+    passes from the trainer's spans inside each step, the driver's copies of the `ref`
+    phase with the old log-prob: veRL times each call's transfer inside its call)."""
     truth = {**data, "framework": framework}
     rec = simulate(Scenario.model_validate(truth)).recorder
     steps: dict[int, dict[str, float]] = {}
@@ -76,7 +77,9 @@ def measured_run(data: dict[str, Any], framework: dict[str, Any],
     for k, ph in sorted(steps.items()):
         if "step" not in ph:  # one_off: the next step's generation, after the last step
             continue
-        logged = {"gen": ph["gen"], "old_log_prob": ph["old_logprob"], "ref": ph["ref_logprob"],
+        driver = ph["ref"] - ph["old_logprob"] - ph["ref_logprob"]
+        logged = {"gen": ph["gen"], "old_log_prob": ph["old_logprob"] + driver,
+                  "ref": ph["ref_logprob"],
                   "update_actor": ph["train"],
                   "update_weights": ph["weight_sync"] + ph.get("switch", 0.0),
                   "step": ph["step"]}

@@ -71,11 +71,14 @@ def test_sync_phases_match_cost_models():
         # Attention is priced at the samples' own lengths: sum(L^2) / sum(L).
         seq = train.attrs["seq_tokens"]
         assert 0 < seq <= scenario.workload.max_prompt_len + scenario.workload.max_response_len
+        # each phase also holds the driver's dispatch and collect of its calls
         assert train.t1 - train.t0 == pytest.approx(
-            cost.train_step(train.attrs["tokens"], seq).total_s, rel=1e-9)
+            cost.train_step(train.attrs["tokens"], seq).total_s + train.attrs["driver_s"],
+            rel=1e-9)
         (ref,) = by_step[k]["ref"]
-        assert ref.t1 - ref.t0 == pytest.approx(2 * cost.forward_s(train.attrs["tokens"], seq),
-                                                rel=1e-9)
+        assert ref.attrs["driver_s"] > 0 and train.attrs["driver_s"] > 0
+        assert ref.t1 - ref.t0 == pytest.approx(
+            2 * cost.forward_s(train.attrs["tokens"], seq) + ref.attrs["driver_s"], rel=1e-9)
     assert any(s.name == "train" for s in train_spans)
 
 
