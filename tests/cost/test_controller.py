@@ -127,6 +127,15 @@ def test_advantage_constant_is_the_calibration_record():
 def test_bad_scenario_value_names_the_field():
     with pytest.raises(ScenarioError, match=r"controller\.bandwidth"):
         scenario_from_dict(tiny(controller={"bandwidth": 0}))
+    with pytest.raises(ScenarioError, match=r"controller\.receive_bandwidth"):
+        scenario_from_dict(tiny(controller={"receive_bandwidth": "-1 GB/s"}))
+
+
+def test_rates_take_units():
+    sc, _ = scenario_from_dict(tiny(controller={"bandwidth": "10 Gb/s",
+                                                "receive_bandwidth": "2 GB/s"}))
+    assert sc.controller.bandwidth == pytest.approx(1.25e9)
+    assert sc.controller.receive_bandwidth == pytest.approx(2e9)
 
 
 def test_sync_step_pays_the_controller_phase(tmp_path: Path):
