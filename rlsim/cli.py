@@ -231,6 +231,10 @@ def _format_table(summaries: list[dict[str, Any]], names: list[str]) -> str:
         ("train (s/step)", lambda s: f"{s['phase_time_s']['train']:.1f}"),
         ("weight_sync (s/step)", lambda s: f"{s['phase_time_s']['weight_sync']:.2f}"),
         ("switch (s/step)", lambda s: f"{s['phase_time_s']['switch']:.2f}"),
+        # the driver's work across controller, ref and train (an older summary lacks it)
+        ("driver (s/step; of it copies)",
+         lambda s: f"{s['controller']['total_s']:.2f} ({s['controller']['transfer_s']:.2f})"
+         if "controller" in s else "-"),
         ("samples/s", lambda s: f"{s['throughput']['samples_per_s']:.2f}"),
         ("tokens/s", lambda s: f"{s['throughput']['tokens_per_s']:.0f}"),
         ("response tokens/s", lambda s: f"{s['throughput']['response_tokens_per_s']:.0f}"),

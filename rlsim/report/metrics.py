@@ -105,6 +105,7 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
         "step_time_s": steady["step_time_s"],
         "phase_time_s": steady["phase_time_s"],
         "gen_critical_path_s": steady["gen_critical_path_s"],
+        "controller": steady["controller"],
         "throughput": steady["throughput"],
         "gpu_util": steady["gpu_util"],
         "cost": steady["cost"],
@@ -189,6 +190,18 @@ def compare_notes(summaries: list[dict[str, Any]], names: list[str]) -> list[str
             f"{base:.0f}, {listed}; compare tokens/s as well as samples/s"]
 
 
+_DRIVER_KEYS = ("call_s", "transfer_s", "advantage_s", "bytes")
+"""The `controller` span's terms (`rlsim.cost.controller.ControllerCost.attrs`)."""
+
+
+def _driver_per_step(driver: dict[str, float], n_steps: int) -> dict[str, float]:
+    """The single controller's priced work per step, wherever the policy charged it (the
+    calls' transfers sit in `ref` and `train`): its terms, their total, and the bytes."""
+    out = {k: (driver[k] / n_steps if n_steps else 0.0) for k in _DRIVER_KEYS}
+    out["total_s"] = out["call_s"] + out["transfer_s"] + out["advantage_s"]
+    return out
+
+
 def _figures(recorder: Recorder, steps: list[Any], t0: float, t1: float,
              pools: dict[str, dict[str, Any]], kept: Callable[[Any], bool],
              rolled: bool, alone: list[Interval]) -> dict[str, Any]:
@@ -203,6 +216,7 @@ def _figures(recorder: Recorder, steps: list[Any], t0: float, t1: float,
     samples = tokens = response = good = 0  # trained; of them, in steps not rolled back
     stale_sum = 0.0
     stale_max = 0
+    driver: dict[str, float] = defaultdict(float)  # the controller's priced work
     for s in recorder.spans:
         if s.track != CONTROLLER or int(s.attrs.get("step", -1)) not in numbers:
             continue
@@ -210,6 +224,9 @@ def _figures(recorder: Recorder, steps: list[Any], t0: float, t1: float,
         counts = not rolled or s.name == "recovery" or kept(s)
         if s.name in PHASES and counts:
             per_phase[s.name] += s.t1 - s.t0
+        if s.name == "controller" and counts:
+            for key in _DRIVER_KEYS:
+                driver[key] += float(s.attrs.get(key, 0.0))
         if s.name == "train":
             n = int(s.attrs.get("samples", 0))
             samples += n
@@ -241,6 +258,7 @@ def _figures(recorder: Recorder, steps: list[Any], t0: float, t1: float,
         "end_s": t1,
         "step_time_s": _stats([s.t1 - s.t0 for s in steps]),
         "phase_time_s": {p: (per_phase[p] / n_steps if n_steps else 0.0) for p in PHASES},
+        "controller": _driver_per_step(driver, n_steps),
         "gen_critical_path_s": (sum(covered(alone, [(s.t0, s.t1) for s in steps])) / n_steps
                                 if n_steps else 0.0),
         "throughput": {

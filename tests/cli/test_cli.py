@@ -13,7 +13,7 @@ from tests.scenarios import tiny, write
 
 SUMMARY_KEYS = {"steps", "sim_time_s", "step_time_s", "phase_time_s", "throughput", "gpu_util",
                 "cost", "staleness", "faults", "goodput_samples_per_s", "gen_critical_path_s",
-                "effective_training_time_ratio", "slo_attainment",
+                "effective_training_time_ratio", "slo_attainment", "controller",
                 "attempts", "profiles", "wall_s", "events",
                 "policy", "steady_state", "whole_run", "warnings"}
 # what summary.json and `run --json` add to the summary: the output contract's stamp

@@ -160,6 +160,11 @@ def test_sync_step_pays_the_controller_phase(tmp_path: Path):
     assert on["phase_time_s"]["train"] - off["phase_time_s"]["train"] == \
         pytest.approx(cost.transfer_of("update_actor"), rel=1e-6)
     assert off["phase_time_s"]["controller"] == 0.0
+    # the summary gathers the driver's work per step from wherever it was charged
+    assert on["controller"]["total_s"] == pytest.approx(cost.total_s)
+    assert on["controller"]["transfer_s"] == pytest.approx(cost.transfer_s)
+    assert on["controller"]["bytes"] == pytest.approx(cost.bytes_moved)
+    assert off["controller"]["total_s"] == 0.0
     # sync: nothing overlaps, so the step grows by exactly the controller's time
     assert on["step_time_s"]["mean"] - off["step_time_s"]["mean"] == \
         pytest.approx(cost.total_s, rel=1e-6)
