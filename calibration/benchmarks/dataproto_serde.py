@@ -14,7 +14,9 @@ and `collect`, every output loaded and concatenated on the driver's one thread.
 (docs/cost-model.md, "Controller").
 
 Run: `python -m calibration.benchmarks.dataproto_serde [--responses N] [--threads T]
-[--json FILE]` (0.65 GB at the default 2,048 responses of 1k + 7k tokens; seconds).
+[--json FILE]` (0.65 GB at the default 2,048 responses of 1k + 7k tokens; seconds). On a
+training cluster's head node (where veRL's driver runs), with `--threads` its core count,
+it prints the `controller:` values that price that host.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
+
+from rlsim.config.scenario import OBJECT_STORE_BYTES_PER_S, rates_in_series
 
 T = TypeVar("T")
 
@@ -110,6 +114,16 @@ def run(n: int = 2048, prompt: int = 1024, response: int = 7168, workers: int = 
         torch.set_num_threads(saved)
 
 
+def scenario_values(size: int, sec: dict[str, float]) -> dict[str, float]:
+    """`controller.bandwidth` and `receive_bandwidth` (B/s) for a host timed by `run`: its
+    threaded dispatch and its collect, each in series with Ray's object-store copy, as
+    rlsim's defaults are composed."""
+    return {"bandwidth": rates_in_series(size / sec["dispatch threaded"],
+                                         OBJECT_STORE_BYTES_PER_S),
+            "receive_bandwidth": rates_in_series(OBJECT_STORE_BYTES_PER_S,
+                                                 size / sec["collect"])}
+
+
 def _collect(blobs: list[bytes], keys: list[str]) -> dict[str, torch.Tensor]:
     """The driver's collect: every output loaded, then one concatenation per key."""
     parts = [torch.load(io.BytesIO(b), weights_only=True) for b in blobs]
@@ -131,11 +145,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.threads}), min of 3")
     for name in STEPS:
         print(f"  {name:17s} {sec[name]:6.2f} s = {size / sec[name] / 1e9:6.2f} GB/s")
+    values = scenario_values(size, sec)
+    print("this host's driver, in series with Ray's object-store copy (docs/cost-model.md, "
+          f"'Controller'):\n  controller: {{bandwidth: {values['bandwidth']:.4g}, "
+          f"receive_bandwidth: {values['receive_bandwidth']:.4g}}}")
     if args.json:
         out = {"bench": "dataproto_serde", "bytes": size, "chunks": 8,
                "threads": args.threads, "torch": torch.__version__,
                "cpu": _cpu_name(), "cores": os.cpu_count(),
-               "rate_bytes_per_s": {k: size / v for k, v in sec.items()}}
+               "rate_bytes_per_s": {k: size / v for k, v in sec.items()},
+               "scenario": {"controller": values}}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, sort_keys=True)
             f.write("\n")

@@ -575,14 +575,14 @@ OBJECT_STORE_BYTES_PER_S = 19.86 * 1.048576e9
 (release/perf_metrics/microbenchmark.json @08444c4)."""
 
 
-def _in_series(*rates: float) -> float:
-    """The rate of steps each byte passes one after another."""
+def rates_in_series(*rates: float) -> float:
+    """The rate of steps each byte passes one after another (bytes per second)."""
     return 1.0 / sum(1.0 / r for r in rates)
 
 
-SEND_BYTES_PER_S = _in_series(DISPATCH_BYTES_PER_S, OBJECT_STORE_BYTES_PER_S)
+SEND_BYTES_PER_S = rates_in_series(DISPATCH_BYTES_PER_S, OBJECT_STORE_BYTES_PER_S)
 """Default `ControllerConfig.bandwidth`: serialize, then copy into the object store."""
-RECEIVE_BYTES_PER_S = _in_series(OBJECT_STORE_BYTES_PER_S, COLLECT_BYTES_PER_S)
+RECEIVE_BYTES_PER_S = rates_in_series(OBJECT_STORE_BYTES_PER_S, COLLECT_BYTES_PER_S)
 """Default `ControllerConfig.receive_bandwidth`: copy out of the object store, then load and
 concatenate."""
 

@@ -27,7 +27,29 @@ def test_json_carries_every_rate(tmp_path, capsys) -> None:
     data = json.loads(out.read_text())
     assert set(data["rate_bytes_per_s"]) == set(dataproto_serde.STEPS)
     assert data["threads"] == 2 and data["bytes"] > 0
-    assert "dispatch threaded" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "dispatch threaded" in printed and "controller: {bandwidth: " in printed
+    values = data["scenario"]["controller"]
+    # each rate is the host's path in series with the object-store copy: below both
+    rates = data["rate_bytes_per_s"]
+    assert 0 < values["bandwidth"] < rates["dispatch threaded"]
+    assert 0 < values["receive_bandwidth"] < rates["collect"]
+
+
+def test_scenario_values_compose_as_the_defaults_do() -> None:
+    from rlsim.config.scenario import (
+        COLLECT_BYTES_PER_S,
+        DISPATCH_BYTES_PER_S,
+        ControllerConfig,
+    )
+
+    size = 10**9
+    sec = {"dispatch threaded": size / DISPATCH_BYTES_PER_S,
+           "collect": size / COLLECT_BYTES_PER_S}
+    values = dataproto_serde.scenario_values(size, sec)
+    c = ControllerConfig()
+    assert values["bandwidth"] == pytest.approx(c.bandwidth)
+    assert values["receive_bandwidth"] == pytest.approx(c.receive_bandwidth)
 
 
 def test_bad_arguments_exit_2() -> None:
