@@ -465,8 +465,6 @@ _IGNORED: list[tuple[str, str]] = [
     ("veRL's over-sampling (abort the last over_sample_rate share of requests) is not "
      "modelled: rlsim waits for every response (exact at veRL's default, 0)",
      _R + "over_sample_rate"),
-    ("DAPO's group filtering (dynamic sampling) is not modelled: rlsim trains on every "
-     "group it generates (see data.gen_batch_size)", "algorithm.filter_groups.*"),
 ]
 
 
@@ -909,17 +907,56 @@ class _Builder:
                      "--prompt-len-median")
             self.set("workload.prompt_len.sigma", _PROMPT_SIGMA,
                      "default: rlsim's prompt_len sigma (docs/workload.md)")
+        self._dynamic_sampling()
+
+    def _dynamic_sampling(self) -> None:
+        """DAPO's data.gen_batch_size and algorithm.filter_groups (verl-recipe
+        dapo/dapo_ray_trainer.py): every round generates gen_batch_size prompts; with
+        filter_groups the groups whose rewards are all equal are dropped and rounds repeat
+        until train_batch_size groups passed, then the batch is cut to train_batch_size;
+        without it the whole round trains (veRL's dataloader yields gen_batch_size
+        prompts)."""
+        c = self.cfg
         gen = c("data.gen_batch_size") if c.has("data.gen_batch_size") else None
+        enable = (c("algorithm.filter_groups.enable")
+                  if c.has("algorithm.filter_groups.enable") else None)
+        filtering = enable is not None and _flag(enable)
         train_bsz = self.imp.scenario["workload"]["prompts_per_step"]
-        if gen is not None and gen.value != train_bsz:
-            self.caveats.append(f"DAPO dynamic sampling is not modelled: veRL generates "
-                                f"data.gen_batch_size = {gen.value} prompts per round, rlsim "
-                                f"{train_bsz}")
-            c.note(gen.key, f"NOT modelled: DAPO's dynamic sampling generates {gen.value} "
-                   f"prompts per round and keeps {train_bsz}; rlsim generates {train_bsz}, "
-                   "so generation is underpriced")
-        elif gen is not None:
-            c.note(gen.key, "equals data.train_batch_size")
+        sync = self.imp.scenario.get("policy", {}).get("name") == "sync"
+        for key in ("algorithm.filter_groups.metric",
+                    "algorithm.filter_groups.max_num_gen_batches"):
+            if c.has(key):
+                c.note(key, "read: rlsim filters on the groups' share "
+                       "(policy.schedule.zero_variance_fraction) and generates rounds until "
+                       "enough pass (veRL raises an error past max_num_gen_batches)")
+        if not filtering:
+            if enable is not None:
+                c.note(enable.key, "group filtering off")
+            if gen is not None and gen.value != train_bsz:
+                rounds = _int(gen)
+                self.set("workload.prompts_per_step", rounds, gen,
+                         " (without filter_groups the whole generated batch trains)")
+            elif gen is not None:
+                c.note(gen.key, "equals data.train_batch_size")
+            return
+        assert enable is not None
+        if not sync:
+            self.caveats.append("DAPO dynamic sampling (algorithm.filter_groups) is "
+                                "modelled under policy sync only; this run trains every "
+                                "group it generates")
+            c.note(enable.key, "NOT modelled outside policy sync")
+            return
+        self.set("policy.schedule.zero_variance_fraction", 0.0, enable,
+                 ": the share of groups whose rewards are all equal is not in the config; "
+                 "0 filters none, set it to your run's share")
+        self.caveats.append("DAPO dynamic sampling: the share of groups filtered "
+                            "(policy.schedule.zero_variance_fraction) is not in the config "
+                            "and is set to 0; set it to your run's share of groups whose "
+                            "rewards are all equal")
+        if gen is not None:
+            self.set("policy.schedule.gen_batch_prompts", _int(gen), gen,
+                     f" (each round generates {gen.value} prompts; the first "
+                     f"{train_bsz} passing groups train)", also=(enable,))
 
     def _train_batching(self) -> None:
         """Micro-batches: dynamic (use_dynamic_bsz, a token cap per GPU) or fixed (samples

@@ -53,7 +53,8 @@ def _step(ph: Phases, workload: Workload, step: int,
           sched: ScheduleConfig) -> Generator[simpy.Event, Any, None]:
     colocated = ph.cluster.placement.colocated
     t0 = ph.env.now
-    if not sched.queue_scheduling and sched.zero_variance_fraction == 0.0:
+    if not sched.queue_scheduling and sched.zero_variance_fraction == 0.0 \
+            and sched.gen_batch_prompts is None:
         # batch rollout (prompt replication alone changes nothing: ROLL's batch interface
         # keeps a prompt's copies contiguous, so they land in the same engine's chunk)
         samples = yield ph.gen(step, workload.batch(step), version=step)
@@ -110,25 +111,29 @@ def _scheduled_gen(ph: Phases, workload: Workload, step: int,
         yield queue.done
         samples, times, stats = queue.samples, queue.times, queue.stats
     else:
-        samples, times, stats = yield from _batch_rounds(ph, prompts, step)
+        samples, times, stats = yield from _batch_rounds(ph, prompts, step,
+                                                         sched.gen_batch_prompts)
     ph.rec.instant(CONTROLLER, "schedule", ph.env.now, step=step, **stats)
     ph.record_responses(step, t0, samples, times)
     return samples
 
 
-def _batch_rounds(ph: Phases, prompts: _Prompts, step: int,
+def _batch_rounds(ph: Phases, prompts: _Prompts, step: int, round_prompts: int | None = None,
                   ) -> Generator[simpy.Event, Any, tuple[list[Sample], list[float], dict]]:
-    """Batch rollout with zero-variance filtering (ROLL's get_batch_opt_level_0): the batch
-    in contiguous chunks, all of it generated, then the groups filtered; while fewer than
-    prompts_per_step groups passed, a whole further batch of the next prompts. The first
-    prompts_per_step passing groups, in prompt order, train."""
+    """Batch rollout with zero-variance filtering (ROLL's get_batch_opt_level_0; veRL
+    DAPO's filter_groups with `round_prompts` = data.gen_batch_size): a round of
+    `round_prompts` (default prompts_per_step) in contiguous chunks, all of it generated,
+    then the groups filtered; while fewer than prompts_per_step groups passed, a further
+    round of the next prompts. The first prompts_per_step passing groups, in prompt
+    order, train."""
     w = ph.cluster.scenario.workload
     b = w.prompts_per_step
+    per_round = round_prompts or b
     passed: list[tuple[list[Sample], list[float]]] = []
     filtered = cancelled = rounds = 0
     job = ph.job
     while len(passed) < b:
-        groups = [prompts[rounds * b + i] for i in range(b)]
+        groups = [prompts[rounds * per_round + i] for i in range(per_round)]
         done, arrived = yield from ph.run_batch(groups, step)
         by_prompt: dict[int, tuple[list[Sample], list[float]]] = {
             g.prompt_id: ([], []) for g in groups}
@@ -138,18 +143,19 @@ def _batch_rounds(ph: Phases, prompts: _Prompts, step: int,
             entry[1].append(at)
         for i, g in enumerate(groups):
             got = by_prompt[g.prompt_id]
-            if prompts.filtered(rounds * b + i):
+            if prompts.filtered(rounds * per_round + i):
                 job.end_samples(got[0], "filtered")
                 filtered += 1
             elif len(passed) < b:
                 passed.append(got)
-            else:  # a passing group beyond the batch: dropped (ROLL keeps the first b)
+            else:  # a passing group beyond the batch: dropped (ROLL and veRL keep the
+                # first b: veRL's batch[:train_batch_size * n])
                 job.end_samples(got[0], "cancelled")
                 cancelled += len(got[0])
         rounds += 1
     samples = [s for got in passed for s in got[0]]
     times = [t for got in passed for t in got[1]]
-    return samples, times, {"rounds": rounds, "launched_prompts": rounds * b,
+    return samples, times, {"rounds": rounds, "launched_prompts": rounds * per_round,
                             "filtered_groups": filtered, "cancelled_samples": cancelled}
 
 

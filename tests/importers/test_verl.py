@@ -112,14 +112,36 @@ def test_dapo_recipe_imports_and_runs(tmp_path: Path) -> None:
     assert "micro_batch_size_per_gpu" not in s["train"]        # use_dynamic_bsz
     assert s["train"]["param_offload"] and s["train"]["optimizer_offload"]
     assert s["train"]["ref_logprob"] is False                  # no KL
-    assert s["policy"] == {"name": "sync", "placement": "colocated"}
+    # dynamic sampling (enable_filter_groups=True, gen_prompt_bsz=$((train_prompt_bsz * 3))):
+    # rounds of 1,536 prompts; the filtered share is not in the config (0 until set)
+    assert s["policy"] == {"name": "sync", "placement": "colocated",
+                           "schedule": {"gen_batch_prompts": 1536,
+                                        "zero_variance_fraction": 0.0}}
+    assert imp.sources["policy.schedule.gen_batch_prompts"].startswith("data.gen_batch_size")
+    assert "not in the config" in imp.sources["policy.schedule.zero_variance_fraction"]
     assert imp.sources["pools.0.nodes"] == "trainer.nnodes"    # NNODES=${NNODES:-16}
     assert imp.sources["workload.response_len.sigma"].startswith("default: log-sigma")
     ignored = dict(imp.ignored)
-    assert ignored["data.gen_batch_size"].startswith("NOT modelled")
-    assert "dynamic sampling" in s["description"]
+    assert "data.gen_batch_size" not in ignored
+    assert "algorithm.filter_groups.enable" not in ignored
+    assert "zero_variance_fraction" in s["description"]
     summary = _run(imp, tmp_path, steps=1)
     assert summary["step_time_s"]["mean"] > 0
+
+
+def test_dapo_without_group_filtering_trains_the_whole_generated_batch() -> None:
+    from rlsim.importers.overrides import parse_sets
+
+    # veRL's dataloader yields data.gen_batch_size prompts; without filter_groups the DAPO
+    # trainer trains all of them (batch = new_batch)
+    imp = import_verl(DATA / "run_dapo_qwen2.5_32b.sh",
+                      Facts(gpu="H800", response_len_median=420),
+                      parse_sets(["algorithm.filter_groups.enable=False"]))
+    s = imp.scenario
+    assert s["workload"]["prompts_per_step"] == 1536
+    assert "schedule" not in s["policy"]
+    assert imp.sources["workload.prompts_per_step"].startswith("data.gen_batch_size")
+    assert "dynamic sampling" not in s["description"]
 
 
 def test_one_step_off_recipe_is_one_off_on_two_pools(tmp_path: Path) -> None:

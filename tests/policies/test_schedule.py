@@ -86,6 +86,8 @@ def _schedule(res):
     {"queue_scheduling": True, "zero_variance_fraction": 0.5,
      "use_additional_prompts": False},  # ROLL's ReplayBuffer: only filtered replaced
     {"queue_scheduling": True, "additional_prompts": 3, "prompt_replication": True},
+    {"gen_batch_prompts": 24, "zero_variance_fraction": 0.5},  # veRL DAPO: rounds of 3b
+    {"gen_batch_prompts": 3, "zero_variance_fraction": 0.25},  # rounds smaller than b
 ])
 def test_every_launched_sample_ends_once(schedule):
     b, k, steps = 8, 4, 4
@@ -105,7 +107,42 @@ def test_every_launched_sample_ends_once(schedule):
             assert a["launched_prompts"] == b + a["filtered_groups"]
             assert a["cancelled_samples"] == 0
     if not schedule.get("queue_scheduling"):
-        assert all(a["launched_prompts"] == a["rounds"] * b for a in _schedule(res))
+        per_round = schedule.get("gen_batch_prompts", b)
+        assert all(a["launched_prompts"] == a["rounds"] * per_round for a in _schedule(res))
+
+
+def test_gen_batch_rounds_generate_the_whole_round_and_train_the_batch():
+    """veRL DAPO (filter_groups, data.gen_batch_size 3x the batch): with nothing filtered
+    one round of 3b prompts is generated whole, the first b groups train and the other 2b
+    are dropped, so generation is the 3b batch's while training is b's."""
+    b, k = 8, 4
+    plain = _run(None, steps=2, workload__prompts_per_step=b, workload__samples_per_prompt=k)
+    triple = _run({"gen_batch_size": 3 * b}, steps=2, workload__prompts_per_step=b,
+                  workload__samples_per_prompt=k)  # veRL's name is an alias
+    big = _run(None, steps=2, workload__prompts_per_step=3 * b,
+               workload__samples_per_prompt=k)
+    for a in _schedule(triple):
+        assert (a["rounds"], a["launched_prompts"]) == (1, 3 * b)
+        assert (a["filtered_groups"], a["cancelled_samples"]) == (0, 2 * b * k)
+    trained = [s.attrs["samples"] for s in triple.recorder.spans
+               if s.track == "controller" and s.name == "train"]
+    assert trained == [b * k] * 2
+
+    def gen(res):
+        return res.summary["phase_time_s"]["gen"]
+
+    # the round is the 3b batch's generation (the same prompts, the same engines)
+    assert gen(triple) == pytest.approx(gen(big), rel=1e-9)
+    assert gen(triple) > gen(plain)
+    assert triple.summary["phase_time_s"]["train"] == pytest.approx(
+        plain.summary["phase_time_s"]["train"], rel=1e-9)
+
+
+def test_gen_batch_needs_batch_rollout():
+    with pytest.raises(ScenarioError, match="gen_batch_prompts"):
+        _run({"queue_scheduling": True, "gen_batch_prompts": 16})
+    with pytest.raises(ScenarioError, match="gen_batch_prompts"):
+        _run({"gen_batch_prompts": 0})
 
 
 def test_filtering_draws_are_common_to_every_setting():

@@ -73,6 +73,16 @@ class ScheduleConfig(Frozen):
         "dispatcher for the first engine to free. Unset: no cap (the engine's own "
         "max_running_seqs queues them).",
     )
+    gen_batch_prompts: int | None = Field(
+        default=None, ge=1,
+        validation_alias=AliasChoices("gen_batch_prompts", "gen_batch_size"),
+        description="Batch rollout only: prompts each round generates (veRL DAPO's "
+        "data.gen_batch_size with algorithm.filter_groups). Rounds of this many prompts "
+        "repeat while fewer than workload.prompts_per_step groups have passed the filter; "
+        "the first prompts_per_step passing groups train and the rest of the last round "
+        "is dropped, as veRL truncates the batch. Unset: prompts_per_step (ROLL's "
+        "get_batch_opt_level_0).",
+    )
     zero_variance_fraction: float = Field(
         default=0.0, ge=0.0, lt=1.0,
         description="Share of prompt groups whose responses all get the same reward and are "
@@ -97,6 +107,10 @@ class ScheduleConfig(Frozen):
                 and self.use_additional_prompts is not False:
             raise ValueError("additional_prompts needs queue_scheduling: true (batch rollout "
                              "launches exactly the batch)")
+        if self.queue_scheduling and self.gen_batch_prompts is not None:
+            raise ValueError("gen_batch_prompts applies to batch rollout (queue_scheduling: "
+                             "false); queue scheduling replaces prompts one at a time: "
+                             "remove gen_batch_prompts or set additional_prompts")
         return self
 
     @property
@@ -117,7 +131,7 @@ class ScheduleConfig(Frozen):
     def is_default(self) -> bool:
         """Whether this is plain sync's batch rollout (nothing to schedule)."""
         return not self.queue_scheduling and not self.prompt_replication \
-            and self.zero_variance_fraction == 0.0
+            and self.zero_variance_fraction == 0.0 and self.gen_batch_prompts is None
 
 
 class Sync(PolicyDeclaration):
@@ -125,6 +139,13 @@ class Sync(PolicyDeclaration):
 
     def settings(self, scenario: ScenarioView) -> ScheduleConfig:
         return settings_of(scenario, "schedule", ScheduleConfig)
+
+    def samples_per_step(self, scenario: ScenarioView) -> float:
+        """At least one round of batch rollout: gen_batch_prompts groups where that is more
+        than the batch (the rounds filtering adds are left out, as queue scheduling's)."""
+        w = scenario.workload
+        rounds = self.settings(scenario).gen_batch_prompts or w.prompts_per_step
+        return float(max(rounds, w.prompts_per_step)) * float(w.samples_per_prompt)
 
 
 SYNC = Sync(PolicyCaps(
