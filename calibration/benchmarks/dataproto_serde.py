@@ -26,7 +26,6 @@ import io
 import json
 import os
 import pickle
-import platform
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from typing import TypeVar
 
 import torch
 
+from calibration.run import cpu_name
 from rlsim.config.scenario import OBJECT_STORE_BYTES_PER_S, rates_in_series
 
 T = TypeVar("T")
@@ -152,24 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         out = {"bench": "dataproto_serde", "bytes": size, "chunks": 8,
                "threads": args.threads, "torch": torch.__version__,
-               "cpu": _cpu_name(), "cores": os.cpu_count(),
+               "cpu": cpu_name(), "cores": os.cpu_count(),
                "rate_bytes_per_s": {k: size / v for k, v in sec.items()},
                "scenario": {"controller": values}}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, sort_keys=True)
             f.write("\n")
     return 0
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":
