@@ -387,11 +387,14 @@ REASONS: dict[str, str] = {
     "disable_gradient_checkpointing": ("HF gradient checkpointing, which the Megatron and "
                                        "inference strategies do not use"),
     "ulysses_size": "Ulysses sequence parallelism: read for fsdp2 trainers only",
-    "generate_opt_level": "ROLL's request scheduler level (1 is required for async)",
-    "is_use_additional_prompts": ("ROLL's dynamic sampling (prompts beyond the batch): rlsim's "
-                                  "sync policy generates the batch"),
+    "generate_opt_level": ("ROLL's request scheduler level: read for RLVR sync runs "
+                           "(policy.schedule); 1 is required for async"),
+    "is_use_additional_prompts": ("ROLL's dynamic sampling (prompts beyond the batch): read "
+                                  "for RLVR sync runs with the request scheduler "
+                                  "(policy.schedule)"),
     "max_additional_running_prompts": ("ROLL's dynamic sampling (prompts beyond the batch): "
-                                       "rlsim's sync policy generates the batch"),
+                                       "read for RLVR sync runs with is_use_additional_"
+                                       "prompts (policy.schedule)"),
     "tag_included": "which data tags a reward or teacher takes",
     "use_local": "where a reward's code lives",
     "max_traj_per_env": "derived by ROLL from rollout_batch_size (agentic_config.py)",
@@ -839,6 +842,8 @@ def _import(path: Path, facts: Facts, sets: Sequence[SetOverride]) -> Imported:
     prompt_len, seq_len, seq_source = _lengths(cfg, imp)
     layout = _placement(cfg, imp, facts)
     _policy(cfg, imp, agentic, layout)
+    if not agentic and imp.scenario["policy"]["name"] == "sync":
+        _schedule(cfg, imp)
     if agentic:
         samples = _agentic_workload(cfg, imp, facts, seq_len, seq_source)
     else:
@@ -1442,6 +1447,51 @@ def _rollout(cfg: _Config, imp: Imported, agentic: bool) -> None:
         imp.set("rollout.max_running_seqs", _to_pos_int(engine_cap, cap_key), cap_key)
     else:
         imp.set("rollout.max_running_seqs", limit, limit_src)
+
+
+def _schedule(cfg: _Config, imp: Imported) -> None:
+    """An RLVR sync run's rollout scheduling (policy.schedule, ROLL's own names): the
+    request scheduler level, prompt replication, additional prompts, and whether any
+    reward domain filters groups (rewards.<domain>.query_filter_config, whose filtered
+    share the config does not hold)."""
+    level, source = cfg.get("generate_opt_level", _to_int, 1,
+                            _default(BASE, "generate_opt_level 1: the request scheduler"))
+    if level not in (0, 1):
+        raise ScenarioError("generate_opt_level", f"{level}: ROLL has levels 0 (batch "
+                            "generate) and 1 (the request scheduler); write 0 or 1")
+    imp.set("policy.schedule.queue_scheduling", level == 1, source)
+    if level == 1:
+        expand, source = cfg.get("is_num_return_sequences_expand", _to_bool, False,
+                                 _default(BASE, "is_num_return_sequences_expand false"))
+        imp.set("policy.schedule.prompt_replication", expand, source)
+        use, source = cfg.get("is_use_additional_prompts", _to_bool, False,
+                              _default(BASE, "is_use_additional_prompts false"))
+        imp.set("policy.schedule.use_additional_prompts", use, source)
+        if use:
+            extra, source = cfg.get("max_additional_running_prompts", _to_int, 16,
+                                    _default(BASE, "max_additional_running_prompts 16"))
+            if extra < 0:
+                raise ScenarioError("max_additional_running_prompts",
+                                    f"{extra} must be at least 0")
+            imp.set("policy.schedule.additional_prompts", extra, source)
+    filtering = []
+    for domain in cfg.peek_keys("rewards"):
+        key = f"rewards.{domain}.query_filter_config.type"
+        kind, _ = cfg.get(key, _to_str, "no_filter", "")
+        if kind not in ("no_filter", "mean_filter", "std_filter"):
+            raise ScenarioError(key, f"{kind!r}: ROLL's query filters are no_filter, "
+                                "mean_filter and std_filter")
+        cfg.mark(f"rewards.{domain}.query_filter_config")
+        if kind != "no_filter":
+            filtering.append(key)
+    if filtering:
+        imp.set("policy.schedule.zero_variance_fraction", 0.0,
+                " + ".join(filtering) + ": the share of groups the filter drops is not in "
+                "the config; 0 filters none, set it to your run's share")
+        imp.set("description", imp.scenario["description"] + ". Group filtering "
+                "(query_filter_config): the filtered share (policy.schedule."
+                "zero_variance_fraction) is not in the config and is set to 0; set it to "
+                "your run's share", "rlsim import roll")
 
 
 def _rewards(cfg: _Config, imp: Imported, agentic: bool) -> None:

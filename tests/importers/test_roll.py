@@ -707,3 +707,40 @@ def test_set_refusals_name_the_set(word: str, key: str, text: str) -> None:
         import_roll(RLVR_ASYNC, _facts(response_len_median=1200), parse_sets([word]))
     assert (err.value.field, err.value.source) == (key, f"--set {word}")
     assert text in err.value.message
+
+
+def test_rlvr_sync_reads_the_rollout_scheduling(tmp_path: Path) -> None:
+    # ROLL's default is the request scheduler (generate_opt_level 1, base_config.py)
+    imp = _import_dict(tmp_path, RLVR_BASE)
+    schedule = imp.scenario["policy"]["schedule"]
+    assert schedule == {"queue_scheduling": True, "prompt_replication": False,
+                        "use_additional_prompts": False}
+    assert imp.sources["policy.schedule.queue_scheduling"].startswith("default: ")
+    # level 0: batch generate; the other knobs belong to the scheduler
+    imp = _import_dict(tmp_path, _with(RLVR_BASE, {"generate_opt_level": 0}))
+    assert imp.scenario["policy"]["schedule"] == {"queue_scheduling": False}
+    imp = _import_dict(tmp_path, _with(RLVR_BASE, {
+        "is_num_return_sequences_expand": True, "is_use_additional_prompts": True,
+        "max_additional_running_prompts": 8}))
+    schedule = imp.scenario["policy"]["schedule"]
+    assert (schedule["prompt_replication"], schedule["use_additional_prompts"],
+            schedule["additional_prompts"]) == (True, True, 8)
+    assert imp.sources["policy.schedule.additional_prompts"] == \
+        "max_additional_running_prompts"
+    Scenario.model_validate(imp.scenario)
+
+
+def test_a_query_filter_is_read_and_its_share_left_to_the_user(tmp_path: Path) -> None:
+    config = _with(RLVR_BASE, {"rewards.math.worker_cls": "x.MathRuleRewardWorker",
+                               "rewards.math.query_filter_config.type": "std_filter"})
+    imp = _import_dict(tmp_path, config)
+    assert imp.scenario["policy"]["schedule"]["zero_variance_fraction"] == 0.0
+    assert "not in the config" in imp.sources["policy.schedule.zero_variance_fraction"]
+    assert "query_filter_config" in imp.scenario["description"]
+    bad = _with(config, {"rewards.math.query_filter_config.type": "top_filter"})
+    with pytest.raises(ScenarioError) as err:
+        _import_dict(tmp_path, bad)
+    assert err.value.field == "rewards.math.query_filter_config.type"
+    with pytest.raises(ScenarioError) as err:
+        _import_dict(tmp_path, _with(RLVR_BASE, {"generate_opt_level": 2}))
+    assert err.value.field == "generate_opt_level"
