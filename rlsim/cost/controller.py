@@ -61,7 +61,9 @@ class ControllerCost:
 
     def transfer_of(self, call: str) -> float:
         """Seconds of `call`'s dispatch and collect (0 for a call the step does not make)."""
-        return sum(s for name, s in self.transfer_by_call if name == call)
+        # a float even when the call is not made (0.0, not the int 0 of an empty sum): the
+        # spans carry it, and the compiled policies coerce it to float
+        return sum((s for name, s in self.transfer_by_call if name == call), 0.0)
 
     def attrs(self) -> dict[str, float]:
         return {"calls": self.calls, "call_s": self.call_s, "bytes": self.bytes_moved,

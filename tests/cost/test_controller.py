@@ -57,6 +57,7 @@ def test_sent_and_received_bytes_take_their_own_rates():
         sum(64 * (s / 1e9 + g / 2e9) for _, s, g in calls))
     assert sum(s for _, s in c.transfer_by_call) == pytest.approx(c.transfer_s)
     assert c.transfer_of("critic_values") == 0.0  # not a PPO run: no such call
+    assert isinstance(c.transfer_of("critic_values"), float)  # recorded as span attrs
     with pytest.raises(ValueError, match=r"controller\.receive_bandwidth"):
         controller_cost(4, 100, 1000, 8, 8, **TOY, receive_bytes_per_s=0.0)
 
