@@ -93,6 +93,14 @@ class Imported:
         self.sections[path] = source
 
 
+FILTERED_SHARE_UNKNOWN = (
+    "the share of groups the filter drops (all rewards equal) is not in the config and is "
+    "set to 0 (policy.schedule.zero_variance_fraction): set it to your run's share")
+"""What every importer says of a config that filters prompt groups (veRL's
+algorithm.filter_groups, ROLL's query_filter_config): the config holds the filter, never
+the share of groups it drops."""
+
+
 def check_runs(imported: Imported) -> None:
     """The imported scenario through rlsim's own door (loading, then the prepare step,
     rlsim/prepare.py: placement, memory fit, workload, faults), as `rlsim run` would take

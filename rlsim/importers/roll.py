@@ -53,7 +53,14 @@ from typing import Any
 import yaml
 
 from rlsim.config.errors import ScenarioError
-from rlsim.importers.base import Facts, Imported, need, resolve_gpu, resolve_model
+from rlsim.importers.base import (
+    FILTERED_SHARE_UNKNOWN,
+    Facts,
+    Imported,
+    need,
+    resolve_gpu,
+    resolve_model,
+)
 from rlsim.importers.overrides import SetOverride, apply_to_tree, cite_sets
 
 ROLL = "alibaba/ROLL@8eb27cc2"
@@ -1486,12 +1493,9 @@ def _schedule(cfg: _Config, imp: Imported) -> None:
             filtering.append(key)
     if filtering:
         imp.set("policy.schedule.zero_variance_fraction", 0.0,
-                " + ".join(filtering) + ": the share of groups the filter drops is not in "
-                "the config; 0 filters none, set it to your run's share")
+                " + ".join(filtering) + f": {FILTERED_SHARE_UNKNOWN}")
         imp.set("description", imp.scenario["description"] + ". Group filtering "
-                "(query_filter_config): the filtered share (policy.schedule."
-                "zero_variance_fraction) is not in the config and is set to 0; set it to "
-                "your run's share", "rlsim import roll")
+                f"(query_filter_config): {FILTERED_SHARE_UNKNOWN}", "rlsim import roll")
 
 
 def _rewards(cfg: _Config, imp: Imported, agentic: bool) -> None:

@@ -38,7 +38,14 @@ import yaml
 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.hardware import MODELS
-from rlsim.importers.base import Facts, Imported, need, resolve_gpu, resolve_model
+from rlsim.importers.base import (
+    FILTERED_SHARE_UNKNOWN,
+    Facts,
+    Imported,
+    need,
+    resolve_gpu,
+    resolve_model,
+)
 from rlsim.importers.overrides import SetOverride, cite_sets
 from rlsim.importers.shell import LaunchScript, hydra_value, parse_launch_script
 
@@ -947,12 +954,8 @@ class _Builder:
             c.note(enable.key, "NOT modelled outside policy sync")
             return
         self.set("policy.schedule.zero_variance_fraction", 0.0, enable,
-                 ": the share of groups whose rewards are all equal is not in the config; "
-                 "0 filters none, set it to your run's share")
-        self.caveats.append("DAPO dynamic sampling: the share of groups filtered "
-                            "(policy.schedule.zero_variance_fraction) is not in the config "
-                            "and is set to 0; set it to your run's share of groups whose "
-                            "rewards are all equal")
+                 f": {FILTERED_SHARE_UNKNOWN}")
+        self.caveats.append(f"DAPO dynamic sampling: {FILTERED_SHARE_UNKNOWN}")
         if gen is not None:
             self.set("policy.schedule.gen_batch_prompts", _int(gen), gen,
                      f" (each round generates {gen.value} prompts; the first "
