@@ -77,6 +77,7 @@ _DEFAULTS: dict[str, tuple[Any, int | None, int | None]] = {
     "actor_rollout_ref.hybrid_engine": (True, 332, 367),
     "actor_rollout_ref.model.path": ("~/models/deepseek-llm-7b-chat", 296, 307),
     "actor_rollout_ref.model.enable_gradient_checkpointing": (True, 304, 318),
+    "actor_rollout_ref.model.use_remove_padding": (True, 306, 320),
     "actor_rollout_ref.model.lora_rank": (0, 307, 321),
     "actor_rollout_ref.rollout.n": (1, 224, 233),
     "actor_rollout_ref.rollout.name": ("???", 193, 202),
@@ -136,7 +137,8 @@ _DEFAULTS: dict[str, tuple[Any, int | None, int | None]] = {
     "trainer.n_gpus_per_node": (8, 604, 671),
 }
 # Where the megatron flavour's default differs from the table's (the fsdp flavour's).
-_MEGATRON_VALUES: dict[str, Any] = {"actor_rollout_ref.actor.strategy": "megatron"}
+_MEGATRON_VALUES: dict[str, Any] = {"actor_rollout_ref.actor.strategy": "megatron",
+                                    "actor_rollout_ref.model.use_remove_padding": False}
 
 
 @dataclass(frozen=True)
@@ -464,9 +466,6 @@ _IGNORED: list[tuple[str, str]] = [
     ("interleaved (virtual) pipeline stages are not modelled: rlsim prices the plain "
      "pipeline's bubble", _A + "megatron.virtual_pipeline_model_parallel_size"),
     ("activation offloading is not modelled", "actor_rollout_ref.model.enable_activation_offload"),
-    ("rlsim's fsdp backend pads fixed micro-batches (ppo_micro_batch_size_per_gpu) to "
-     "their longest sample and packs dynamic ones (docs/cost-model.md 'Batching'); veRL "
-     "with use_remove_padding packs both", "actor_rollout_ref.model.use_remove_padding"),
     ("multi-turn settings, used only with actor_rollout_ref.rollout.multi_turn.enable",
      _R + "multi_turn.*"),
     ("veRL's over-sampling (abort the last over_sample_rate share of requests) is not "
@@ -727,6 +726,7 @@ class _Builder:
             self.set("rollout.dtype", "fp8", quant)
         self._workload()
         self._train_batching()
+        self._padding()
         self._recompute()
         self._passes()
         self._reward()
@@ -994,6 +994,37 @@ class _Builder:
         else:
             raise per_gpu.error("veRL needs it (or use_dynamic_bsz: true) when "
                                 "use_dynamic_bsz is false (verl/workers/config/actor.py:186)")
+
+    def _padding(self) -> None:
+        """Pads that cost like tokens. veRL's FSDP workers without use_remove_padding run
+        each micro-batch as the padded batch: prompts left-padded to data.max_prompt_length
+        by the dataset, responses to the rollout's response_length (dp_actor.py
+        _forward_micro_batch, at VERL), in the train and both log-prob passes. The default
+        flipped to true in veRL v0.7.0 (false through v0.6.x), so an older job's config
+        that leaves it unset ran padded: the caveat says so."""
+        c = self.cfg
+        key = "actor_rollout_ref.model.use_remove_padding"
+        if self.backend not in _FSDP:
+            c.note(key, "read by veRL's FSDP workers (Megatron's is "
+                   "actor.megatron.use_remove_padding, packed by default)")
+            return
+        rmpad = c(key)
+        if not c.has(key):
+            self.caveats.append(
+                f"{key} is unset: veRL at {VERL} packs the samples (default true), but "
+                "veRL up to v0.6.x defaulted to false and padded every sample to "
+                "max_prompt_length + response_length; for a job run on such a version add "
+                f"--set {key}=false")
+        if _flag(rmpad):
+            c.note(key, "packed: every sample keeps its own length")
+            return
+        prompt = c("data.max_prompt_length")
+        resp = c(_R + "response_length")
+        if not c.has(resp.key):
+            resp = c("data.max_response_length")
+        self.set("train.pad_to", _int(prompt) + _int(resp), rmpad,
+                 f" false: every sample padded to {prompt.key} + {resp.key} "
+                 "(dp_actor.py _forward_micro_batch)", also=(prompt, resp))
 
     def _dp(self) -> int:
         t = self.imp.scenario["train"]

@@ -368,6 +368,37 @@ def test_deprecated_global_micro_batch_is_divided_over_the_ranks(tmp_path: Path)
     assert imp.sources["train.micro_batch_size_per_gpu"].startswith(_A + "ppo_micro_batch_size")
 
 
+_RMPAD = "actor_rollout_ref.model.use_remove_padding"
+
+
+def test_without_remove_padding_every_sample_is_padded_to_the_batch_width(
+        tmp_path: Path) -> None:
+    # veRL's FSDP workers without use_remove_padding run each micro-batch as the padded
+    # [n, max_prompt_length + response_length] tensor (dp_actor.py _forward_micro_batch).
+    caps = {"data.max_prompt_length": 512, "data.max_response_length": 1024}
+    padded = import_verl(_yaml(tmp_path, {**BASE, **caps, _RMPAD: False}), FACTS)
+    assert padded.scenario["train"]["pad_to"] == 512 + 1024
+    assert padded.sources["train.pad_to"].startswith(_RMPAD)
+    packed = import_verl(_yaml(tmp_path, {**BASE, **caps, _RMPAD: True}), FACTS)
+    assert "pad_to" not in packed.scenario["train"]
+    assert "v0.6" not in packed.scenario["description"]
+    # Unset: veRL at the pinned commit packs, and the description says older versions padded.
+    unset = import_verl(_yaml(tmp_path, {**BASE, **caps}), FACTS)
+    assert "pad_to" not in unset.scenario["train"]
+    assert f"--set {_RMPAD}=false" in unset.scenario["description"]
+    # The pads cost like tokens: the padded job trains longer than the packed one.
+    runs = [simulate(*scenario_from_dict({**imp.scenario, "steps": 2}))
+            for imp in (packed, padded)]
+    train = [r.summary["phase_time_s"]["train"] for r in runs]
+    assert train[1] > 1.5 * train[0], train
+
+
+def test_megatron_workers_do_not_read_the_models_remove_padding(tmp_path: Path) -> None:
+    imp = import_verl(_yaml(tmp_path, {**BASE, _RMPAD: False}, megatron=True), FACTS)
+    assert "pad_to" not in imp.scenario["train"]
+    assert any(key == _RMPAD and "Megatron" in why for key, why in imp.ignored)
+
+
 def test_flags_override_the_config_and_name_themselves(tmp_path: Path) -> None:
     keys = {**BASE, "trainer.nnodes": 2, _A + "ppo_micro_batch_size_per_gpu": 1}
     imp = import_verl(_script(tmp_path, keys),
