@@ -62,6 +62,7 @@ CONFIG_KEYS: dict[str, tuple[Any, str]] = {
     "gpu_memory_utilization": (lambda v: _positive_number(v) and v <= 1,
                                "a fraction in (0, 1]"),
     "enforce_eager": (_boolean, "true or false"),
+    "use_remove_padding": (_boolean, "true or false"),
     "train_tp": (_positive_int, "an integer > 0"),
     "train_pp": (_positive_int, "an integer > 0"),
     "train_cp": (_positive_int, "an integer > 0"),

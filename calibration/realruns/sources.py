@@ -260,6 +260,7 @@ VERL_SCRIPTS: dict[tuple[str, str], dict[str, Cited]] = {
         "recompute": Cited(True, f"{_OSO}fsdp2_colocate.sh:87"),
         "offload": Cited(True, f"{_OSO}fsdp2_colocate.sh:52"),
         "use_dynamic_bsz": Cited(True, f"{_OSO}fsdp2_colocate.sh:49"),
+        "use_remove_padding": Cited(True, f"{_OSO}fsdp2_colocate.sh:78"),
         "ppo_max_token_len_per_gpu": Cited((2048 + 8192) * 2, f"{_OSO}fsdp2_colocate.sh:50"),
     },
     ("megatron", "colocate"): {
@@ -282,6 +283,7 @@ VERL_SCRIPTS: dict[tuple[str, str], dict[str, Cited]] = {
         "recompute": Cited(True, f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
         "offload": Cited(False, f"{_OSO}fsdp2_4_12.sh:59 (actor_offload)"),
         "use_dynamic_bsz": Cited(True, f"{_OSO}fsdp2_4_12.sh:55"),
+        "use_remove_padding": Cited(True, f"{_OSO}fsdp2_4_12.sh:83"),
     },
     ("megatron", "4_12"): {
         "max_prompt": Cited(2048, f"{_OSO}megatron_4_12.sh:17"),
@@ -295,6 +297,21 @@ VERL_SCRIPTS: dict[tuple[str, str], dict[str, Cited]] = {
         "offload": Cited(False, f"{_OSO}megatron_4_12.sh:58 (actor_offload)"),
     },
 }
+
+# The one-step-off README's runs were made with the veRL of the recipe's first commit
+# (503ea75f5, 2025-07-16): the scripts set no enforce_eager, and veRL's rollout default was
+# true until #2956 (2025-08-08, released in v0.6.0): vLLM ran eager.
+_OSO_EAGER = Cited(True, "volcengine/verl@503ea75f5 verl/trainer/config/_generated_ppo_"
+                         "trainer.yaml:88 (rollout.enforce_eager true when the README's runs "
+                         "were made; the recipe's scripts do not set it)")
+# Its engines also ran veRL's rollout.max_num_seqs of that day, 1024 (256 since #4280,
+# 2026-01-24).
+_OSO_SEQS = Cited(1024, "volcengine/verl@503ea75f5 verl/trainer/config/_generated_ppo_"
+                        "trainer.yaml:93 (rollout.max_num_seqs when the README's runs were "
+                        "made; the scripts do not set it)")
+for _script in VERL_SCRIPTS.values():
+    _script["enforce_eager"] = _OSO_EAGER
+    _script["max_num_seqs"] = _OSO_SEQS
 
 # veRL's fully_async launch scripts (verl/experimental/fully_async_policy/shell/), the
 # companions of docs/advance/fully_async.md's 7B table (16:16, 32:32, 64:64 rollout:trainer
@@ -315,6 +332,11 @@ def _fully_async_script(split: str, nodes: int) -> dict[str, Cited]:
         "recompute": Cited(True, f"{_VERL_DEFAULTS}:304 (enable_gradient_checkpointing)"),
         "offload": Cited(False, f"{f}:58 (actor_offload)"),
         "use_dynamic_bsz": Cited(True, f"{f}:54"),
+        "use_remove_padding": Cited(True, f"{f}:100"),
+        # fully_async.md's runs were made at the recipe's first commit (b25bb7d4f,
+        # 2025-10-17), whose veRL ran rollout.max_num_seqs 1024 (the scripts do not set it)
+        "max_num_seqs": Cited(1024, "volcengine/verl@b25bb7d4f verl/trainer/config/"
+                                    "_generated_ppo_trainer.yaml:183"),
         # The trainer takes the rollout's log-probs: no old-log-prob pass (the doc's '\').
         "old_logprob": Cited(False, f"{f}:162 (async_training.use_rollout_log_probs=True)"),
     }
@@ -334,9 +356,33 @@ VERL_SCRIPTS.update({
     ("fsdp2", "fa_64_64"): _fully_async_script("64_64", 8),
 })
 
-VERL_ROLLOUT = {
-    "max_num_seqs": Cited(256, f"{_VERL_DEFAULTS}:212 (actor_rollout_ref.rollout.max_num_seqs)"),
+# veRL defaults that changed between releases: name -> ((first release, value), ...),
+# newest first; a record that states its veRL version takes that release's default, one
+# that does not takes veRL at VERL's (VERL_COMMON). Each value cites the file and line at
+# the release tag.
+VERL_RELEASE_DEFAULTS: dict[str, tuple[tuple[tuple[int, int, int], Cited], ...]] = {
+    "enforce_eager": (
+        ((0, 6, 0), Cited(False, "volcengine/verl@v0.6.0 verl/trainer/config/_generated_ppo_"
+                                 "trainer.yaml:174 (rollout.enforce_eager; #2956)")),
+        ((0, 0, 0), Cited(True, "volcengine/verl@v0.5.0 verl/trainer/config/_generated_ppo_"
+                                "trainer.yaml:88 (rollout.enforce_eager, true up to v0.5.x)")),
+    ),
+    # 256 since #4280 (2026-01-24), after v0.7.0: a later release is taken to have it
+    "max_num_seqs": (
+        ((0, 7, 1), Cited(256, f"{VERL}{_VERL_DEFAULTS}:212 (rollout.max_num_seqs; #4280)")),
+        ((0, 0, 0), Cited(1024, "volcengine/verl@v0.7.0 verl/trainer/config/_generated_ppo_"
+                                "trainer.yaml:209; v0.5.0 :93 (rollout.max_num_seqs, 1024 up "
+                                "to v0.7.0)")),
+    ),
+    "use_remove_padding": (
+        ((0, 7, 0), Cited(True, "volcengine/verl@v0.7.0 verl/trainer/config/_generated_ppo_"
+                                "trainer.yaml:296 (model.use_remove_padding)")),
+        ((0, 0, 0), Cited(False, "volcengine/verl@v0.6.0 verl/trainer/config/model/hf_model."
+                                 "yaml:40; v0.5.0 verl/trainer/config/ppo_trainer.yaml:68 "
+                                 "(model.use_remove_padding, false up to v0.6.x)")),
+    ),
 }
+
 
 # Hugging Face name -> rlsim catalogue name, only where the architecture is the same
 # (config.json: layers, hidden, heads, kv heads, ffn, vocab). A name not here, or whose
@@ -562,6 +608,8 @@ VERL_COMMON: dict[str, Cited] = {
                                     "default 'auto'"),
     "rollout_ep": Cited(1, f"{_VERL_DEFAULTS}:208 (rollout.expert_parallel_size)"),
     "ppo_epochs": Cited(1, f"{_VERL_DEFAULTS}:79"),
+    "use_remove_padding": Cited(True, f"{_VERL_DEFAULTS}:306 (model.use_remove_padding)"),
+    "max_num_seqs": Cited(256, f"{_VERL_DEFAULTS}:212 (actor_rollout_ref.rollout.max_num_seqs)"),
     # Colocated (hybrid engine): bucketed, update_weights_bucket_megabytes 2048.
     "bucketed": Cited("bucketed", "verl/workers/rollout/vllm_rollout/vllm_rollout.py:156"),
     "bucket_bytes": Cited(2048 * 2**20, f"{_VERL_DEFAULTS}:265 "

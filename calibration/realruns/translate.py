@@ -33,7 +33,7 @@ from calibration.realruns.sources import (
     VERL,
     VERL_BATCHING,
     VERL_COMMON,
-    VERL_ROLLOUT,
+    VERL_RELEASE_DEFAULTS,
     VERL_SCRIPTS,
     Cited,
     nemo_rl_path,
@@ -187,6 +187,27 @@ class _Builder:
         return value
 
 
+def verl_release(rec: RunRecord) -> tuple[int, int, int] | None:
+    """The veRL release a record states (`framework_version` "0.5.0", "v0.6.1 (patched)",
+    "release/v0.7.1", "0.9.0.dev0"), or None (unstated, or a bare commit)."""
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(rec.raw.get("framework_version") or ""))
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def verl_release_default(rec: RunRecord, name: str) -> tuple[Cited, str]:
+    """veRL's default `name` for this record: that of the release it states where the
+    default changed between releases (VERL_RELEASE_DEFAULTS), else veRL's at VERL."""
+    release = verl_release(rec)
+    if release is not None and name in VERL_RELEASE_DEFAULTS:
+        for first, cited in VERL_RELEASE_DEFAULTS[name]:
+            if release >= first:
+                return (Cited(cited.value, f"{cited.source}; the record's veRL "
+                                           f"{rec.raw.get('framework_version')}"), "")
+    return VERL_COMMON[name], VERL
+
+
 def _framework(rec: RunRecord) -> str:
     """Whose cited tables apply: "nemo-rl", "verl", or "" (none: the record and rlsim)."""
     fw = rec.framework.lower()
@@ -318,6 +339,10 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
     else:
         # No batching tables for this run: the record and its config, then veRL's trainer
         # defaults for a veRL run, then rlsim's (defaults.py).
+        if not rec.train_backend and fw == "verl":
+            # veRL's actor strategy defaults to FSDP (rlsim's own default is megatron)
+            train["backend"] = b.take("train.backend", Cited(
+                "fsdp", f"{_VERL_DEFAULTS}:49 (actor_rollout_ref.actor.strategy)"), VERL)
         if rec.train_backend:
             backend = backend_name(rec.train_backend)
             if backend is None:
@@ -340,9 +365,10 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
     return old
 
 
-def _engine_options(b: _Builder, fw: str) -> dict[str, Any]:
+def _engine_options(b: _Builder, fw: str, script: dict[str, Cited]) -> dict[str, Any]:
     """Rollout engine switches (CUDA graphs, weight and KV dtypes, expert parallelism): the
-    record's config, else the framework's settings, else rlsim's (filled later)."""
+    record's config, else the framework's settings (a veRL run's launch script, then the
+    default of the veRL release it states), else rlsim's (filled later)."""
     eager = b.cfg("enforce_eager", "vLLM enforce_eager (rollout.cuda_graphs = not it)")
     ep = b.cfg("rollout_ep", "rollout.ep")
     out: dict[str, Any] = {}
@@ -355,12 +381,39 @@ def _engine_options(b: _Builder, fw: str) -> dict[str, Any]:
     common = NEMO_RL_COMMON if fw == "nemo-rl" else VERL_COMMON
     src = NEMO_RL if fw == "nemo-rl" else VERL
     if eager is None:
-        out["cuda_graphs"] = not b.take("vLLM enforce_eager (rollout.cuda_graphs = not it)",
-                                        common["enforce_eager"], src)
+        name = "vLLM enforce_eager (rollout.cuda_graphs = not it)"
+        if fw == "verl":
+            eager = b.first(name, None, (script.get("enforce_eager"), ""),
+                            verl_release_default(b.rec, "enforce_eager"))
+        else:
+            eager = b.take(name, common["enforce_eager"], src)
+        out["cuda_graphs"] = not eager
     out["dtype"] = b.take("rollout.dtype", common["precision"], src)
     out["kv_cache_dtype"] = b.take("rollout.kv_cache_dtype", common["kv_cache_dtype"], src)
     out["ep"] = b.first("rollout.ep", ep, (common["rollout_ep"], src))
     return out
+
+
+def _padding(b: _Builder, fw: str, train: dict[str, Any], script: dict[str, Cited],
+             max_prompt: int | None) -> None:
+    """veRL's FSDP workers without use_remove_padding run every pass over the padded batch,
+    [n, max_prompt_len + max_response_len] (dp_actor.py _forward_micro_batch): train.pad_to.
+    The record's config, else its launch script, else the default of its veRL release."""
+    if fw != "verl" or train.get("backend") not in ("fsdp", "fsdp2"):
+        return
+    name = "veRL use_remove_padding"
+    rmpad = b.first(name, b.cfg("use_remove_padding", name),
+                    (script.get("use_remove_padding"), VERL),
+                    verl_release_default(b.rec, "use_remove_padding"))
+    if rmpad:
+        return
+    if max_prompt is None:
+        b.problems.append("use_remove_padding false pads every sample to max_prompt_len + "
+                          "max_response_len, and max_prompt_len is not stated")
+        return
+    train["pad_to"] = max_prompt + (b.rec.max_response_len or 0)
+    b.t.taken.append(f"train.pad_to = {train['pad_to']} (use_remove_padding false: every "
+                     "sample padded to max_prompt_len + max_response_len)")
 
 
 def _weight_sync(b: _Builder, fw: str, colocated: bool, gpu: str) -> dict[str, Any]:
@@ -612,7 +665,8 @@ def translate(rec: RunRecord) -> Translation:
                           (recipe.get("gpu_mem"), src))
     elif fw == "verl":
         max_seqs = b.first("rollout.max_running_seqs", stated_seqs,
-                           (VERL_ROLLOUT["max_num_seqs"], VERL))
+                           (script.get("max_num_seqs"), ""),
+                           verl_release_default(rec, "max_num_seqs"))
         max_batched = b.first(
             "rollout.max_batched_tokens", stated_batched, (script.get("max_batched"), VERL),
             (Cited(8192, f"{_VERL_DEFAULTS}:210"), VERL))
@@ -694,7 +748,7 @@ def translate(rec: RunRecord) -> Translation:
                        ("gpu_memory_utilization", gpu_mem)):
         if value is not None:
             rollout[key] = value
-    rollout.update(_engine_options(b, fw))
+    rollout.update(_engine_options(b, fw, script))
     policy = _policy(b, fw, recipe, script, rollout, train, rec.gpus_total)
     if policy is None:
         b.t.reason = "; ".join(b.problems)
@@ -714,6 +768,7 @@ def translate(rec: RunRecord) -> Translation:
     }
     if max_prompt is not None:
         workload["max_prompt_len"] = max_prompt
+    _padding(b, fw, train, script, max_prompt)
     prompt_len = _prompt_lengths(b, max_prompt or schema_default("workload.max_prompt_len"))
     if b.problems:
         b.t.reason = "; ".join(b.problems)

@@ -28,7 +28,13 @@ from calibration.realruns.table import (
     where_error_lines,
     with_remainder,
 )
-from calibration.realruns.translate import note_facts, resolve_gpu, translate
+from calibration.realruns.translate import (
+    note_facts,
+    resolve_gpu,
+    translate,
+    verl_release,
+    verl_release_default,
+)
 from rlsim.config.errors import ScenarioError
 from rlsim.config.scenario import Scenario
 
@@ -137,8 +143,9 @@ def test_verl_fsdp2_colocated_knobs_land_in_the_framework_fields(records) -> Non
     assert "micro_batch_size_per_gpu" not in tr                  # dynamic, not fixed
     assert tr["param_offload"] and tr["optimizer_offload"] and tr["recompute"] == "full"
     r = s["rollout"]
+    # eager: the README's runs used veRL's default of their day (503ea75f5)
     assert (r["cuda_graphs"], r["dtype"], r["kv_cache_dtype"], r["ep"]) == (
-        True, "bf16", "auto", 1)
+        False, "bf16", "auto", 1)
     assert s["weight_sync"] == {"scheme": "bucketed", "bucket_size": 2048 * 2**20,
                                 "engine_sleep_level": 2, "framework": "verl"}
     assert "weight_sync.framework = verl (default (not stated))" in t.taken
@@ -206,6 +213,72 @@ def test_verls_default_rollout_tp_does_not_exceed_a_one_gpu_record(records) -> N
     assert any(x.startswith("rollout.tp = 1 (the record's 1 GPU") for x in t.taken)
     two = translate(records["verl-onestepoff-readme-7b-dapo-colocate-16xH20-fsdp2"])
     assert two.scenario is not None and two.scenario["rollout"]["tp"] == 2
+
+
+def _verl_record(**fields) -> dict:
+    rec = {"id": "x", "source_url": "https://example.org", "framework": "verl",
+           "gpu": "H100", "gpus_total": 8, "model": "Qwen/Qwen2.5-7B-Instruct",
+           "algorithm": "grpo", "train_batch_size": 64, "rollout_n": 4,
+           "max_prompt_len": 512, "max_response_len": 1024, "response_len_mean": 400,
+           "timing": {"step": 60.0}}
+    rec.update(fields)
+    return rec
+
+
+@pytest.mark.parametrize(("version", "release"), [
+    ("0.5.0", (0, 5, 0)), ("v0.5.0 (commit 8fdc4d3)", (0, 5, 0)),
+    ("release/v0.7.1", (0, 7, 1)), ("0.9.0.dev0", (0, 9, 0)),
+    ("verl 0.6.1 (patched)", (0, 6, 1)), ("0.3", (0, 3, 0)),
+    ("commit f252da3", None), (None, None)])
+def test_verl_release_is_read_from_the_stated_version(version, release) -> None:
+    rec = parse_record(_verl_record(framework_version=version), "t.jsonl:1")
+    assert verl_release(rec) == release
+
+
+def test_verl_defaults_follow_the_release_the_record_states() -> None:
+    """enforce_eager was true up to v0.5.x, use_remove_padding false up to v0.6.x,
+    max_num_seqs 1024 up to v0.7.0; a record without a release takes veRL's defaults at the
+    pinned commit (graphs, packed, 256)."""
+    def defaults(version):
+        rec = parse_record(_verl_record(framework_version=version), "t.jsonl:1")
+        return tuple(verl_release_default(rec, name)[0].value
+                     for name in ("enforce_eager", "use_remove_padding", "max_num_seqs"))
+    assert defaults("0.4.1") == (True, False, 1024)
+    assert defaults("0.5.0") == (True, False, 1024)
+    assert defaults("0.6.0") == (False, False, 1024)
+    assert defaults("0.7.0") == (False, True, 1024)
+    assert defaults("0.9.0.dev0") == (False, True, 256)
+    assert defaults(None) == (False, True, 256)
+
+
+def test_verl_fsdp_without_remove_padding_pads_every_sample(records) -> None:
+    """veRL's FSDP workers without use_remove_padding run [n, max_prompt + max_response]:
+    stated (the play-verl PPO log) or the release's default (verl-gaudi's 0.5.0)."""
+    ppo = translate(records["playverl-log-qwen2.5-0.5b-ppo-gsm8k-8xH100"]).scenario
+    assert ppo is not None and ppo["train"]["pad_to"] == 512 + 256
+    assert ppo["rollout"]["cuda_graphs"] is False  # the log's enforce_eager: True
+    gaudi = translate(records["verlgaudi-bench-qwen2.5-0.5b-grpo-gsm8k-1xA100-80GB-step2"])
+    assert gaudi.scenario is not None and gaudi.scenario["train"]["pad_to"] == 512 + 1024
+    assert gaudi.scenario["train"]["backend"] == "fsdp"  # veRL's actor strategy default
+    assert any("v0.5.0" in x and "use_remove_padding" in x for x in gaudi.taken)
+    packed = translate(records["playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100"]).scenario
+    assert packed is not None and "pad_to" not in packed["train"]
+    # Megatron packs whatever the flag: no pads
+    mega = translate(parse_record(_verl_record(
+        framework_version="0.4.1", train_backend="megatron"), "t.jsonl:1")).scenario
+    assert mega is not None and "pad_to" not in mega["train"]
+    assert mega["rollout"]["cuda_graphs"] is False  # 0.4.1 ran vLLM eager by default
+
+
+def test_one_step_off_readme_runs_ran_vllm_eager(records) -> None:
+    """The README's runs predate veRL's switch to CUDA graphs (#2956, 2025-08-08)."""
+    for key in ("colocate-16xH20-fsdp2", "async-4gen12train-H20-megatron"):
+        t = translate(records[f"verl-onestepoff-readme-7b-dapo-{key}"])
+        assert t.scenario is not None and t.scenario["rollout"]["cuda_graphs"] is False
+        assert any("503ea75f5" in x for x in t.taken)
+        assert t.scenario["rollout"]["max_running_seqs"] == 1024  # veRL's of that day
+    fa = translate(records["verl-fullyasync-doc-7b-dapo-colocate-32xH20"]).scenario
+    assert fa is not None and fa["rollout"]["cuda_graphs"] is True
 
 
 def test_a_record_without_phases_gets_no_remainder_and_one_with_gets_it() -> None:
