@@ -64,7 +64,9 @@ def write_report(rows: list[Row], translations: list[Translation], path: Path) -
         "(`output.warmup_steps`); step time = mean of the rest",
         "- error = (rlsim - measured) / measured; phases: measured / rlsim s (error); "
         "log-prob = old_log_prob + ref (the passes rlsim computes for that run); "
-        "update_weights = weight_sync + switch; remainder = step - the phases both time",
+        "update_weights = weight_sync + switch; gen of a veRL colocated sync run up to "
+        "v0.7.0 = gen + weight_sync + switch (its gen timer holds the hybrid engine's sync, "
+        "wake-up and sleep); remainder = step - the phases both time",
         "",
         "## Summary",
         "",

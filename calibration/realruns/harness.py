@@ -45,7 +45,7 @@ def simulate_row(t: Translation) -> Row:
     row.sim_phase_s = dict(summary["phase_time_s"])
     row.phases = with_remainder(
         phase_pairs(rec.timing_s, summary["phase_time_s"], computed,
-                    t.scenario["policy"]["name"]),
+                    t.scenario["policy"]["name"], t.gen_with_sync),
         rec.timing_s["step"], row.simulated_step_s)
     return row
 

@@ -76,13 +76,21 @@ class Row:
         return rel_error(sim, measured) if measured > 0 else None
 
 
+# What a veRL hybrid-engine gen timer holds up to v0.7.0 (see phase_pairs).
+GEN_WITH_SYNC = ("gen", "weight_sync", "switch")
+
+
 def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
-                computed: dict[str, bool], policy: str) -> dict[str, tuple[float, float]]:
+                computed: dict[str, bool], policy: str, gen_with_sync: bool = False
+                ) -> dict[str, tuple[float, float]]:
     """(measured, simulated) per comparable phase. A phase is compared only if the record
     times every pass rlsim computes in it (`computed`: which record keys rlsim runs; the
     critic's passes only when it says so); gen only under sync, where both sides mean
     generation (under one_off/async a record's gen and rlsim's gen are different things,
-    docs/metrics.md)."""
+    docs/metrics.md). `gen_with_sync`: the record's gen timer also holds the colocated
+    engine's weight sync, wake-up and sleep (veRL's hybrid engine up to v0.7.0, whose
+    generate_sequences runs inside the rollout sharding manager), so rlsim's weight_sync
+    and switch count with its gen."""
     pairs: dict[str, tuple[float, float]] = {}
     for key, (measured_keys, sim_phases) in PHASES.items():
         keys = [k for k in measured_keys if computed.get(k, k not in CRITIC_KEYS)]
@@ -90,6 +98,8 @@ def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
             continue
         if key == "gen" and policy != "sync":
             continue
+        if key == "gen" and gen_with_sync:
+            sim_phases = GEN_WITH_SYNC
         pairs[key] = (sum(timing_s[k] for k in keys),
                       sum(phase_time_s.get(p, 0.0) for p in sim_phases))
     return pairs

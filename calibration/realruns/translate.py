@@ -62,6 +62,7 @@ class Translation:
     taken: list[str] = field(default_factory=list)     # "field = value (source)"
     dropped: list[str] = field(default_factory=list)   # stated facts rlsim cannot express
     lengths: str = ""                                   # how response lengths were set
+    gen_with_sync: bool = False  # the record's gen timer holds the colocated weight sync
 
     @property
     def policy(self) -> str:
@@ -206,6 +207,22 @@ def verl_release_default(rec: RunRecord, name: str) -> tuple[Cited, str]:
                 return (Cited(cited.value, f"{cited.source}; the record's veRL "
                                            f"{rec.raw.get('framework_version')}"), "")
     return VERL_COMMON[name], VERL
+
+
+def gen_holds_weight_sync(rec: RunRecord, fw: str, policy: dict[str, Any]) -> bool:
+    """Whether the record's gen time holds the engine's weight sync, wake-up and sleep:
+    veRL's hybrid engine (colocated sync) up to v0.7.0 runs generate_sequences inside its
+    rollout sharding manager (fsdp_workers.py at 503ea75f5: `with
+    self.rollout_sharding_manager`; the async manager wakes and sleeps inside its own
+    generate_sequences), all under the trainer's `gen` timer. veRL times it apart as
+    `update_weights` only since #5031 (2026-01-27, after v0.7.0): a record stating a later
+    release, or timing update_weights, keeps gen alone."""
+    if fw != "verl" or "update_weights" in rec.timing_s:
+        return False
+    if (policy.get("name"), policy.get("placement")) != ("sync", "colocated"):
+        return False
+    release = verl_release(rec)
+    return release is None or release <= (0, 7, 0)
 
 
 def _framework(rec: RunRecord) -> str:
@@ -786,6 +803,7 @@ def translate(rec: RunRecord) -> Translation:
     }
     fill_defaults(scenario, lookup_model(model).moe is not None, b.t.taken)
     b.t.scenario = scenario
+    b.t.gen_with_sync = gen_holds_weight_sync(rec, fw, policy)
     return b.t
 
 

@@ -353,6 +353,29 @@ def test_phase_pairs_compare_only_like_with_like() -> None:
     # a pass rlsim computes but the record does not time: nothing to compare
     assert "logprob" not in phase_pairs({"old_log_prob": 3.0}, sim,
                                         {"old_log_prob": True, "ref": True}, "sync")
+    # veRL's hybrid engine up to v0.7.0 times its weight sync, wake-up and sleep in gen
+    held = phase_pairs(timing, sim, {"old_log_prob": True, "ref": True}, "sync",
+                       gen_with_sync=True)
+    assert held["gen"] == (100.0, 90.0 + 1.0 + 2.0)
+
+
+def test_verl_gen_holds_the_weight_sync_up_to_v070(records) -> None:
+    """Up to v0.7.0 veRL's gen timer wraps the rollout sharding manager (weight sync,
+    wake-up, sleep); #5031 timed update_weights apart."""
+    assert translate(records["playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100"]).gen_with_sync
+    assert translate(records["verl-onestepoff-readme-7b-dapo-colocate-16xH20-fsdp2"]
+                     ).gen_with_sync
+    # disaggregated: the engines have their own GPUs, gen is not compared with the sync
+    assert not translate(records["verl-onestepoff-readme-7b-dapo-async-4gen12train-H20-fsdp2"]
+                         ).gen_with_sync
+    late = translate(parse_record(_verl_record(framework_version="0.9.0.dev0"), "t.jsonl:1"))
+    assert late.scenario is not None and not late.gen_with_sync
+    timed = translate(parse_record(_verl_record(
+        framework_version="0.5.0", timing={"step": 60.0, "gen": 20.0, "update_weights": 2.0}),
+        "t.jsonl:1"))
+    assert timed.scenario is not None and not timed.gen_with_sync
+    old = translate(parse_record(_verl_record(framework_version="0.5.0"), "t.jsonl:1"))
+    assert old.gen_with_sync
 
 
 def test_summary_medians_split_by_framework_and_model_kind() -> None:
