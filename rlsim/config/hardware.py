@@ -10,6 +10,7 @@ cards report (nvidia-smi), and each model's Hugging Face config.json.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -40,6 +41,13 @@ class GpuSpec(BaseModel):
     network_bandwidth: BytesPerSecond = Field(
         default=50e9, gt=0, description="Inter-node network per GPU, e.g. '400 Gb/s' InfiniBand."
     )
+    host_link: Literal["pcie", "nvlink-c2c"] = Field(
+        default="pcie",
+        description="How the GPU reaches host memory: 'pcie' (a discrete GPU; a copy into "
+        "pageable host memory is staged by the driver through pinned buffers) or "
+        "'nvlink-c2c' (a Grace superchip such as GB200: coherent, host memory addressable by "
+        "the GPU). Decides whether a framework's slow pageable state copies apply "
+        "(docs/cost-model.md, 'Weight movement and switches').")
     sm_count: int = Field(
         gt=0, description="Streaming multiprocessors (AMD: compute units); GEMM wave quantization.")
     gpus_per_node: int = Field(default=8, gt=0, description="GPUs per node.")
@@ -361,6 +369,7 @@ GPUS: dict[str, GpuSpec] = {
         GpuSpec(name="GB200", bf16_tflops=2500, fp8_tflops=5000, hbm="189471 MiB",
                 hbm_bandwidth="8 TB/s", nvlink_bandwidth="1.8 TB/s", pcie_bandwidth="225 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=152, gpus_per_node=72,
+                host_link="nvlink-c2c",
                 usd_per_gpu_hour=4.54),
         GpuSpec(name="MI300X", bf16_tflops=1307.4, fp8_tflops=2614.9, hbm=205822885888,
                 hbm_bandwidth="5.3 TB/s", nvlink_bandwidth="896 GB/s", pcie_bandwidth="64 GB/s",

@@ -33,6 +33,7 @@ from rlsim.cost.inference import (
 from rlsim.cost.profile import Profile, builtin_profile, load_profile
 from rlsim.cost.streamed import StreamedWeightsCost
 from rlsim.cost.training import TrainCost
+from rlsim.cost.weightsync import framework_constants
 
 GIB = 2.0**30
 JudgeCost = InferenceCost | StreamedWeightsCost
@@ -180,9 +181,10 @@ def cost_models(scenario: Scenario, placement: Placement | None = None) -> CostM
                                    w.max_prompt_len + w.max_response_len, engine_options)
     _check_longest(scenario, rpool, rollout_cost, kv, r.gpu_memory_utilization, reserved)
     try:  # the scenario's backend and batching, or its whole-step MFU (train.mfu)
-        train_cost = TrainCost.from_config(model, node_gpu(tpool), place.train_gpus,
-                                           scenario.train, profiles[tpool.name],
-                                           scenario.framework)
+        train_cost = TrainCost.from_config(
+            model, node_gpu(tpool), place.train_gpus, scenario.train, profiles[tpool.name],
+            scenario.framework,
+            framework_constants(scenario.weight_sync.framework).state_copy_bytes_per_s)
     except KnobError as e:
         raise ScenarioError(f"train.{e.knob}", str(e)) from None
     except ValueError as e:

@@ -174,7 +174,10 @@ class TrainCost:
         batching: TrainBatching | None = None,
         speed: float = 1.0,
         micro_batch_overhead_s: float | None = None,
+        state_copy_bytes_per_s: float | None = None,
     ) -> None:
+        if state_copy_bytes_per_s is not None and not state_copy_bytes_per_s > 0:
+            raise ValueError(f"state_copy_bytes_per_s must be > 0, got {state_copy_bytes_per_s}")
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
         if micro_batch_overhead_s is not None and micro_batch_overhead_s < 0:
@@ -214,6 +217,9 @@ class TrainCost:
         # the passes' GPU compute time is divided by `speed`; a micro-batch's fixed cost
         # replaces the backend's when given.
         self.speed = speed
+        # The framework's own host copies of the state around a colocated switch, when they
+        # run below the link (NeMo-RL's per-tensor pageable copies); None: the link.
+        self.state_copy_bytes_per_s = state_copy_bytes_per_s
         self.micro_batch_overhead_s = (
             micro_batch_overhead_s if micro_batch_overhead_s is not None
             else backend.micro_batch_overhead_s if backend is not None else 0.0)
@@ -244,11 +250,14 @@ class TrainCost:
 
     @classmethod
     def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
-                    profile: Profile, framework: FrameworkConfig | None = None) -> TrainCost:
+                    profile: Profile, framework: FrameworkConfig | None = None,
+                    state_copy_bytes_per_s: float | None = None) -> TrainCost:
         """The trainer a scenario's `train` section describes: per kernel with its backend's
         constants, or by whole-step MFU when `train.mfu` is set (it replaces the profile's
         train_mfu and forward_mfu) or `train.backend` is `profile`; `framework` carries the
-        fitted knobs (train_speed, micro_batch_overhead), None: rlsim's own."""
+        fitted knobs (train_speed, micro_batch_overhead), None: rlsim's own;
+        `state_copy_bytes_per_s` the training framework's host-copy rate of its state
+        (`SyncConstants.state_copy_bytes_per_s`)."""
         t = train
         if t.mfu is not None:
             profile = profile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
@@ -283,7 +292,8 @@ class TrainCost:
         mb_s = None if framework is None else framework.micro_batch_overhead
         return cls(model, gpu, gpus, t.tp, t.pp, t.cp, profile,
                    recompute != "none", t.micro_batch_tokens, backend=backend,
-                   batching=batching, speed=speed, micro_batch_overhead_s=mb_s)
+                   batching=batching, speed=speed, micro_batch_overhead_s=mb_s,
+                   state_copy_bytes_per_s=state_copy_bytes_per_s)
 
     def _check_backend(self, b: TrainBackend) -> None:
         if self.shard_gpus != self.gpus:
@@ -445,14 +455,18 @@ class TrainCost:
         return max(state, 0.0)
 
     def offload_s(self) -> float:
-        """Move this GPU's resident trainer state to host memory over PCIe (a colocated
-        switch to rollout)."""
-        return self.resident_state_bytes_per_gpu() / (
-            self.gpu.pcie_bandwidth * self.profile.pcie_efficiency
-        )
+        """Move this GPU's resident trainer state to host memory (a colocated switch to
+        rollout): over the host link at the profile's efficiency, or, on a PCIe host, at the
+        framework's own copy rate where that is slower (`state_copy_bytes_per_s`: copies
+        into pageable memory, which the driver stages; a coherent NVLink-C2C host addresses
+        host memory directly, so the measured PCIe-host rate does not carry over)."""
+        rate = self.gpu.pcie_bandwidth * self.profile.pcie_efficiency
+        if self.state_copy_bytes_per_s is not None and self.gpu.host_link == "pcie":
+            rate = min(rate, self.state_copy_bytes_per_s)
+        return self.resident_state_bytes_per_gpu() / rate
 
     def reload_s(self) -> float:
-        """Move this GPU's trainer state back from host memory over PCIe."""
+        """Move this GPU's trainer state back from host memory, as `offload_s`."""
         return self.offload_s()
 
     def pass_offload_s(self, train: bool) -> float:

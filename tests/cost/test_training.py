@@ -78,6 +78,30 @@ def test_state_offload_reload() -> None:
     assert t.train_step(10**6).optimizer_s > 0
 
 
+def test_a_framework_s_slow_state_copies_apply_on_pcie_hosts_only() -> None:
+    """NeMo-RL's per-tensor copies into pageable memory (1.8 GB/s, NVIDIA-NeMo/RL issue
+    3976) price a colocated switch's state offload on a PCIe host; a coherent NVLink-C2C
+    host (GB200) keeps its link rate; a framework without such a rate keeps the link."""
+    from rlsim.cost.weightsync import FRAMEWORK_CONSTANTS, NEMO_RL_STATE_COPY_BYTES_PER_S
+
+    model = lookup_model("qwen2.5-7b")
+    rate = FRAMEWORK_CONSTANTS["nemo_rl"].state_copy_bytes_per_s
+    assert rate == NEMO_RL_STATE_COPY_BYTES_PER_S == 1.8e9
+    assert FRAMEWORK_CONSTANTS["verl"].state_copy_bytes_per_s is None
+    for name, slow in (("H100", True), ("GB200", False)):
+        gpu = lookup_gpu(name)
+        prof = builtin_profile(gpu)
+        link = TrainCost(model, gpu, 16, 2, 1, 1, prof)
+        nemo = TrainCost(model, gpu, 16, 2, 1, 1, prof, state_copy_bytes_per_s=rate)
+        expect = nemo.resident_state_bytes_per_gpu() / (
+            rate if slow else gpu.pcie_bandwidth * prof.pcie_efficiency)
+        assert nemo.offload_s() == pytest.approx(expect, rel=1e-12)
+        assert nemo.reload_s() == nemo.offload_s()
+        assert (nemo.offload_s() > 20 * link.offload_s()) is slow
+    with pytest.raises(ValueError, match="state_copy_bytes_per_s"):
+        TrainCost(model, H800, 16, 2, 1, 1, PROF, state_copy_bytes_per_s=0.0)
+
+
 def test_rollpacker_share_is_plausible() -> None:
     """Qwen2.5-14B on 32 H800, 1024 samples of ~4k tokens: a train step of minutes, not hours."""
     t = trainer("qwen2.5-14b", gpus=32, tp=2, pp=2, cp=2)

@@ -444,3 +444,24 @@ def test_host_store_first_stage_runs_at_the_trainer_gpus_pcie() -> None:
     with pytest.raises(ValueError, match="train_pcie_bytes_per_s"):
         sync_cost(*args, pcie_bytes_per_s=50e9, network_bytes_per_s=50e9,
                   train_pcie_bytes_per_s=0.0)
+
+
+def test_nemo_rl_colocated_switch_moves_the_state_at_its_measured_copy_rate() -> None:
+    """weight_sync.framework nemo_rl: the colocated switch's trainer state moves at
+    NeMo-RL's per-tensor pageable copy rate (1.8 GB/s) on a PCIe host; veRL's at the link."""
+    import simpy
+
+    from rlsim.entities.cluster import build_cluster
+    from rlsim.trace import Recorder
+
+    for framework, rate in (("nemo_rl", 1.8e9), ("verl", None)):
+        scenario, base = scenario_from_dict(tiny(weight_sync={"framework": framework}))
+        cluster = build_cluster(scenario, simpy.Environment(), Recorder())
+        train = cluster.train_cost
+        assert train.state_copy_bytes_per_s == rate
+        result = simulate(scenario, base)
+        link = train.gpu.pcie_bandwidth * train.profile.pcie_efficiency
+        expect = train.resident_state_bytes_per_gpu() / (rate or link)
+        back = [sp for sp in _spans(result, "switch") if sp.attrs["to"] == "train"]
+        assert back and all(sp.attrs["trainer_state_s"] == pytest.approx(expect, rel=1e-9)
+                            for sp in back)
