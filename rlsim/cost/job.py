@@ -181,10 +181,11 @@ def cost_models(scenario: Scenario, placement: Placement | None = None) -> CostM
                                    w.max_prompt_len + w.max_response_len, engine_options)
     _check_longest(scenario, rpool, rollout_cost, kv, r.gpu_memory_utilization, reserved)
     try:  # the scenario's backend and batching, or its whole-step MFU (train.mfu)
+        constants = framework_constants(scenario.weight_sync.framework)
         train_cost = TrainCost.from_config(
             model, node_gpu(tpool), place.train_gpus, scenario.train, profiles[tpool.name],
             scenario.framework,
-            framework_constants(scenario.weight_sync.framework).state_copy_bytes_per_s)
+            (constants.optimizer_copy_bytes_per_s, constants.buffer_copy_bytes_per_s))
     except KnobError as e:
         raise ScenarioError(f"train.{e.knob}", str(e)) from None
     except ValueError as e:

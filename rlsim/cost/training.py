@@ -174,10 +174,11 @@ class TrainCost:
         batching: TrainBatching | None = None,
         speed: float = 1.0,
         micro_batch_overhead_s: float | None = None,
-        state_copy_bytes_per_s: float | None = None,
+        host_copy_bytes_per_s: tuple[float | None, float | None] = (None, None),
     ) -> None:
-        if state_copy_bytes_per_s is not None and not state_copy_bytes_per_s > 0:
-            raise ValueError(f"state_copy_bytes_per_s must be > 0, got {state_copy_bytes_per_s}")
+        for rate in host_copy_bytes_per_s:
+            if rate is not None and not rate > 0:
+                raise ValueError(f"host_copy_bytes_per_s must be > 0, got {rate}")
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
         if micro_batch_overhead_s is not None and micro_batch_overhead_s < 0:
@@ -217,9 +218,10 @@ class TrainCost:
         # the passes' GPU compute time is divided by `speed`; a micro-batch's fixed cost
         # replaces the backend's when given.
         self.speed = speed
-        # The framework's own host copies of the state around a colocated switch, when they
-        # run below the link (NeMo-RL's per-tensor pageable copies); None: the link.
-        self.state_copy_bytes_per_s = state_copy_bytes_per_s
+        # The framework's own host copies of the state around a colocated switch, (optimizer,
+        # parameter and gradient buffers), when they run below the link (NeMo-RL's copies
+        # into pageable memory); None: the link.
+        self.host_copy_bytes_per_s = host_copy_bytes_per_s
         self.micro_batch_overhead_s = (
             micro_batch_overhead_s if micro_batch_overhead_s is not None
             else backend.micro_batch_overhead_s if backend is not None else 0.0)
@@ -251,13 +253,14 @@ class TrainCost:
     @classmethod
     def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
                     profile: Profile, framework: FrameworkConfig | None = None,
-                    state_copy_bytes_per_s: float | None = None) -> TrainCost:
+                    host_copy_bytes_per_s: tuple[float | None, float | None] = (None, None)
+                    ) -> TrainCost:
         """The trainer a scenario's `train` section describes: per kernel with its backend's
         constants, or by whole-step MFU when `train.mfu` is set (it replaces the profile's
         train_mfu and forward_mfu) or `train.backend` is `profile`; `framework` carries the
         fitted knobs (train_speed, micro_batch_overhead), None: rlsim's own;
-        `state_copy_bytes_per_s` the training framework's host-copy rate of its state
-        (`SyncConstants.state_copy_bytes_per_s`)."""
+        `host_copy_bytes_per_s` the training framework's host-copy rates of its optimizer
+        state and of its parameter and gradient buffers (`SyncConstants`)."""
         t = train
         if t.mfu is not None:
             profile = profile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
@@ -293,7 +296,7 @@ class TrainCost:
         return cls(model, gpu, gpus, t.tp, t.pp, t.cp, profile,
                    recompute != "none", t.micro_batch_tokens, backend=backend,
                    batching=batching, speed=speed, micro_batch_overhead_s=mb_s,
-                   state_copy_bytes_per_s=state_copy_bytes_per_s)
+                   host_copy_bytes_per_s=host_copy_bytes_per_s)
 
     def _check_backend(self, b: TrainBackend) -> None:
         if self.shard_gpus != self.gpus:
@@ -457,13 +460,27 @@ class TrainCost:
     def offload_s(self) -> float:
         """Move this GPU's resident trainer state to host memory (a colocated switch to
         rollout): over the host link at the profile's efficiency, or, on a PCIe host, at the
-        framework's own copy rate where that is slower (`state_copy_bytes_per_s`: copies
-        into pageable memory, which the driver stages; a coherent NVLink-C2C host addresses
-        host memory directly, so the measured PCIe-host rate does not carry over)."""
-        rate = self.gpu.pcie_bandwidth * self.profile.pcie_efficiency
-        if self.state_copy_bytes_per_s is not None and self.gpu.host_link == "pcie":
-            rate = min(rate, self.state_copy_bytes_per_s)
-        return self.resident_state_bytes_per_gpu() / rate
+        framework's own copy rates where those are slower (`host_copy_bytes_per_s`: the
+        optimizer state's, then the parameter and gradient buffers'; copies into pageable
+        memory, which the driver stages; a coherent NVLink-C2C host addresses host memory
+        directly, so the measured PCIe-host rates do not carry over)."""
+        link = self.gpu.pcie_bandwidth * self.profile.pcie_efficiency
+        resident = self.resident_state_bytes_per_gpu()
+        opt_rate, buf_rate = self.host_copy_bytes_per_s
+        if self.gpu.host_link != "pcie" or (opt_rate is None and buf_rate is None):
+            return resident / link
+        optimizer = min(self._resident_optimizer_bytes_per_gpu(), resident)
+        return (optimizer / min(link, opt_rate or link)
+                + (resident - optimizer) / min(link, buf_rate or link))
+
+    def _resident_optimizer_bytes_per_gpu(self) -> float:
+        """The optimizer state a colocated switch moves: this GPU's share (sharded over the
+        shard group), none when optimizer_offload keeps it in host memory; without a
+        backend, none is told apart (the whole state moves at the buffer rate)."""
+        b = self.backend
+        if b is None or self.batching.optimizer_offload:
+            return 0.0
+        return self.model.params / self.shard_gpus * b.optimizer_bytes
 
     def reload_s(self) -> float:
         """Move this GPU's trainer state back from host memory, as `offload_s`."""

@@ -98,11 +98,13 @@ class SyncConstants:
     colocated_ipc: bool = False
     """Colocated, each training rank hands its buffer to the engine worker on its *own* GPU
     by a CUDA IPC handle (NeMo-RL `stream_weights_via_ipc_zmq`): no bytes cross a link."""
-    state_copy_bytes_per_s: float | None = None
-    """The rate of the framework's own copies of the trainer state to host memory and back
-    around a colocated switch, where they run below the host link (the trainer's state
-    offload and reload, `TrainCost.offload_s`); None: the link at the profile's
-    `pcie_efficiency`."""
+    optimizer_copy_bytes_per_s: float | None = None
+    """The rate of the framework's own copies of the optimizer state to host memory and
+    back around a colocated switch, where they run below the host link (part of
+    `TrainCost.offload_s`); None: the link at the profile's `pcie_efficiency`."""
+    buffer_copy_bytes_per_s: float | None = None
+    """The same for the parameters and gradients, which Megatron keeps in contiguous
+    buffers and moves one buffer at a time."""
 
 
 DEFAULT_CONSTANTS = SyncConstants()
@@ -117,14 +119,17 @@ tensors is 0.035 ms each, an upper bound. slime's conversion (`gather_per_tensor
 0.87 ms) would add 39 s there."""
 
 
-NEMO_RL_STATE_COPY_BYTES_PER_S = 1.8e9
-"""NeMo-RL's colocated step moves the trainer's state (optimizer, gradients, then the
-Megatron parameters) to host memory and back once a step, tensor by tensor into pageable
-memory. Calibrated on NVIDIA-NeMo/RL issue 3976 (Nsight, one H100): "510 D2H copies ~4.94
-GB transferred ~2.75s of D2H GPU-copy time ~1.8 GB/s effective D2H throughput ... Device ->
-Pageable transfers" (a single 1 GiB pageable copy on that host: 16.1 GB/s; pinned: 55 GB/s).
-Taken for both directions; interval 1.8-16 GB/s (docs/validation.md, "NeMo-RL's colocated
-trainer-state copies")."""
+NEMO_RL_OPTIMIZER_COPY_BYTES_PER_S = 1.8e9
+"""NeMo-RL's colocated step moves the trainer's state to host memory and back once a step
+(megatron_policy_worker.py: `move_optimizer`, a per-tensor `v.to("cpu")` of every optimizer
+state; `move_model`, the DDP parameter and gradient buffers). The optimizer's per-tensor
+copies into pageable memory: calibrated on NVIDIA-NeMo/RL issue 3976 (Nsight, one H100):
+"510 D2H copies ~4.94 GB transferred ~2.75s of D2H GPU-copy time ~1.8 GB/s effective D2H
+throughput ... Device -> Pageable transfers". Taken for both directions; interval 1.8-16
+GB/s (docs/validation.md, "NeMo-RL's colocated trainer-state copies")."""
+NEMO_RL_BUFFER_COPY_BYTES_PER_S = 16.1e9
+"""The parameter and gradient buffers, one large pageable copy each: the same issue's "simple
+1 GiB D2H benchmark measured ~16.1 GB/s with pageable memory" on that host (pinned: 55)."""
 
 FRAMEWORK_CONSTANTS: dict[str, SyncConstants] = {
     "verl": DEFAULT_CONSTANTS,
@@ -140,12 +145,13 @@ FRAMEWORK_CONSTANTS: dict[str, SyncConstants] = {
     # Megatron-Bridge (megatron_policy_worker.py _iter_params_with_optional_kv_scales).
     # Bridge's own per-tensor work, calibrated on NeMo-RL's DeepSeek-V3 refit benchmark
     # (docs/guides/checkpoint-engine-refit.md, docs/cost-model.md "Weight movement").
-    # Its colocated switch moves the trainer state with per-tensor pageable copies
+    # Its colocated switch moves the trainer state into pageable host memory
     # (megatron_policy_worker.py offload_before_refit / offload_after_refit,
     # prepare_for_lp_inference, prepare_for_training).
     "nemo_rl": replace(DEFAULT_CONSTANTS, gather_per_tensor_s=NEMO_RL_GATHER_PER_TENSOR_S,
                        full_export=True, colocated_ipc=True,
-                       state_copy_bytes_per_s=NEMO_RL_STATE_COPY_BYTES_PER_S),
+                       optimizer_copy_bytes_per_s=NEMO_RL_OPTIMIZER_COPY_BYTES_PER_S,
+                       buffer_copy_bytes_per_s=NEMO_RL_BUFFER_COPY_BYTES_PER_S),
 }
 FRAMEWORKS: tuple[str, ...] = tuple(FRAMEWORK_CONSTANTS)
 INDEX_BYTES = 4  # a sparse (delta) update sends an int32 index with each changed value

@@ -79,27 +79,40 @@ def test_state_offload_reload() -> None:
 
 
 def test_a_framework_s_slow_state_copies_apply_on_pcie_hosts_only() -> None:
-    """NeMo-RL's per-tensor copies into pageable memory (1.8 GB/s, NVIDIA-NeMo/RL issue
-    3976) price a colocated switch's state offload on a PCIe host; a coherent NVLink-C2C
-    host (GB200) keeps its link rate; a framework without such a rate keeps the link."""
-    from rlsim.cost.weightsync import FRAMEWORK_CONSTANTS, NEMO_RL_STATE_COPY_BYTES_PER_S
+    """NeMo-RL's copies into pageable memory (NVIDIA-NeMo/RL issue 3976: the optimizer's
+    per-tensor copies at 1.8 GB/s, a large buffer at 16.1 GB/s) price a colocated switch's
+    state offload on a PCIe host: optimizer bytes at one rate, the parameter and gradient
+    buffers at the other. A coherent NVLink-C2C host (GB200) and a framework without such
+    rates keep the link."""
+    from rlsim.config.hardware import lookup_gpu as gpu_named
+    from rlsim.cost.backends import lookup_backend
+    from rlsim.cost.training import TrainBatching
+    from rlsim.cost.weightsync import FRAMEWORK_CONSTANTS
 
     model = lookup_model("qwen2.5-7b")
-    rate = FRAMEWORK_CONSTANTS["nemo_rl"].state_copy_bytes_per_s
-    assert rate == NEMO_RL_STATE_COPY_BYTES_PER_S == 1.8e9
-    assert FRAMEWORK_CONSTANTS["verl"].state_copy_bytes_per_s is None
+    c = FRAMEWORK_CONSTANTS["nemo_rl"]
+    rates = (c.optimizer_copy_bytes_per_s, c.buffer_copy_bytes_per_s)
+    assert rates == (1.8e9, 16.1e9)
+    verl = FRAMEWORK_CONSTANTS["verl"]
+    assert (verl.optimizer_copy_bytes_per_s, verl.buffer_copy_bytes_per_s) == (None, None)
+    megatron = lookup_backend("megatron")
     for name, slow in (("H100", True), ("GB200", False)):
-        gpu = lookup_gpu(name)
+        gpu = gpu_named(name)
         prof = builtin_profile(gpu)
-        link = TrainCost(model, gpu, 16, 2, 1, 1, prof)
-        nemo = TrainCost(model, gpu, 16, 2, 1, 1, prof, state_copy_bytes_per_s=rate)
-        expect = nemo.resident_state_bytes_per_gpu() / (
-            rate if slow else gpu.pcie_bandwidth * prof.pcie_efficiency)
+        kw = {"backend": megatron, "batching": TrainBatching(recompute="full")}
+        link_cost = TrainCost(model, gpu, 16, 2, 1, 1, prof, **kw)  # type: ignore[arg-type]
+        nemo = TrainCost(model, gpu, 16, 2, 1, 1, prof, host_copy_bytes_per_s=rates,
+                         **kw)  # type: ignore[arg-type]
+        resident = nemo.resident_state_bytes_per_gpu()
+        optimizer = model.params / 16 * megatron.optimizer_bytes
+        link = gpu.pcie_bandwidth * prof.pcie_efficiency
+        expect = (optimizer / 1.8e9 + (resident - optimizer) / 16.1e9 if slow
+                  else resident / link)
         assert nemo.offload_s() == pytest.approx(expect, rel=1e-12)
         assert nemo.reload_s() == nemo.offload_s()
-        assert (nemo.offload_s() > 20 * link.offload_s()) is slow
-    with pytest.raises(ValueError, match="state_copy_bytes_per_s"):
-        TrainCost(model, H800, 16, 2, 1, 1, PROF, state_copy_bytes_per_s=0.0)
+        assert (nemo.offload_s() > 5 * link_cost.offload_s()) is slow
+    with pytest.raises(ValueError, match="host_copy_bytes_per_s"):
+        TrainCost(model, H800, 16, 2, 1, 1, PROF, host_copy_bytes_per_s=(0.0, None))
 
 
 def test_rollpacker_share_is_plausible() -> None:
