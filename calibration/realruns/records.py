@@ -25,7 +25,9 @@ DEFAULT_PATH = CORPUS_DIR  # load_records() reads every *.jsonl file in it
 # timing_s keys (values and update_critic under PPO), NeMo-RL's and slime's mapped onto
 # them by the collector.
 TIMING_KEYS = ("gen", "reward", "old_log_prob", "ref", "values", "adv", "update_critic",
-               "update_actor", "update_weights", "step", "testing")
+               "update_actor", "update_weights", "step", "testing", "logprobs")
+# `logprobs`: the log-prob forwards timed together (NeMo-RL's policy_and_reference_logprobs:
+# the old-policy and the reference pass), for a record that does not split them.
 
 
 def _positive_int(v: Any) -> bool:
@@ -220,6 +222,9 @@ def parse_record(raw: dict[str, Any], where: str = "record") -> RunRecord:
     for key, value in timing.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ScenarioError(loc, f"timing.{key} should be seconds >= 0, got {value!r}")
+    if "logprobs" in timing and {"old_log_prob", "ref"} & set(timing):
+        raise ScenarioError(loc, "timing.logprobs is the log-prob passes together: state it "
+                            "or old_log_prob / ref, not both")
     complete = raw.get("complete", False)
     if not isinstance(complete, bool):
         raise ScenarioError(loc, "field 'complete' should be true or false")

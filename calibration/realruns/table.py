@@ -93,6 +93,11 @@ def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
     and switch count with its gen."""
     pairs: dict[str, tuple[float, float]] = {}
     for key, (measured_keys, sim_phases) in PHASES.items():
+        if key == "logprob" and "logprobs" in timing_s:
+            # the passes timed together (NeMo-RL): rlsim's ref phase holds them all
+            pairs[key] = (timing_s["logprobs"], sum(phase_time_s.get(p, 0.0)
+                                                    for p in sim_phases))
+            continue
         keys = [k for k in measured_keys if computed.get(k, k not in CRITIC_KEYS)]
         if not keys or any(k not in timing_s for k in keys):
             continue

@@ -63,6 +63,13 @@ def _raw(**extra):
     return {"id": "x", "source_url": "https://example.org", "framework": "verl", **extra}
 
 
+def test_loader_refuses_logprobs_with_its_parts() -> None:
+    rec = {"id": "x", "source_url": "u", "framework": "nemo-rl",
+           "timing": {"step": 10.0, "logprobs": 3.0, "ref": 1.0}}
+    with pytest.raises(ScenarioError, match="logprobs"):
+        parse_record(rec, "t.jsonl:1")
+
+
 def test_loader_names_an_unknown_timing_key() -> None:
     with pytest.raises(ScenarioError, match=r"unknown timing key\(s\) genn"):
         parse_record(_raw(timing={"genn": 3.0}))
@@ -353,6 +360,10 @@ def test_phase_pairs_compare_only_like_with_like() -> None:
     # a pass rlsim computes but the record does not time: nothing to compare
     assert "logprob" not in phase_pairs({"old_log_prob": 3.0}, sim,
                                         {"old_log_prob": True, "ref": True}, "sync")
+    # the log-prob passes timed together (NeMo-RL) compare with rlsim's ref phase
+    together = {"gen": 100.0, "logprobs": 45.0, "step": 200.0}
+    assert phase_pairs(together, sim, {"old_log_prob": True, "ref": True}, "sync")[
+        "logprob"] == (45.0, 40.0)
     # veRL's hybrid engine up to v0.7.0 times its weight sync, wake-up and sleep in gen
     held = phase_pairs(timing, sim, {"old_log_prob": True, "ref": True}, "sync",
                        gen_with_sync=True)
