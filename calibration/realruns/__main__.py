@@ -117,6 +117,22 @@ def remove_stale(folder: Path, written: set[Path | None]) -> None:
             path.unlink()
 
 
+def _loads(t: Translation) -> bool:
+    """Whether the translated scenario passes the scenario schema (what `rlsim run` loads
+    first); one rlsim refuses later, at preparation, still ships with its refusal."""
+    from pydantic import ValidationError
+
+    from rlsim.config.scenario import Scenario
+
+    if t.scenario is None:
+        return False
+    try:
+        Scenario.model_validate(t.scenario)
+    except ValidationError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=Path, default=CORPUS_DIR,
@@ -134,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"real-runs: error: {err.line()}", file=sys.stderr)
         return 2
     if str(args.scenarios):
-        written = {write_scenario(t, args.scenarios) for t in translations}
+        # A scenario that does not load is not shipped (every scenario under scenarios/
+        # loads); the report gives the refusal instead.
+        written = {write_scenario(t, args.scenarios) for t in translations if _loads(t)}
         remove_stale(args.scenarios, written)
     write_report(rows, translations, args.report)
     if str(args.docs):

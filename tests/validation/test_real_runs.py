@@ -406,3 +406,15 @@ def test_summary_medians_split_by_framework_and_model_kind() -> None:
     assert "| dense models | 15% over 2 |" in text
     assert "| MoE models | 30% over 1 |" in text
     assert "3 of 4 records simulated." in text
+
+
+def test_a_scenario_that_does_not_load_is_not_shipped(records) -> None:
+    """make real-runs writes scenarios/real-runs/ files only for translations that pass the
+    scenario schema (every shipped scenario loads); the report keeps the refusal."""
+    from calibration.realruns.__main__ import _loads
+
+    tp_under_fsdp2 = translate(records["nemorl-v0.3-blog-llama31-70b-base-dtensor-64xH100"])
+    assert tp_under_fsdp2.scenario is not None and not _loads(tp_under_fsdp2)
+    assert _loads(translate(records["playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100"]))
+    # refused later (at preparation: the weights do not fit) still ships with its refusal
+    assert _loads(translate(records["nemorl-v0.6-deepseekv3-grpo-1stepoff-512xH100-fp8"]))
