@@ -43,8 +43,16 @@ def simulate_row(t: Translation) -> Row:
     computed = {"old_log_prob": train["old_logprob"], "ref": train["ref_logprob"],
                 "values": critic, "update_critic": critic}
     row.sim_phase_s = dict(summary["phase_time_s"])
+    phase_time = dict(summary["phase_time_s"])
+    if t.refit_one_way:
+        # Only the switch to rollout counts with the record's update_weights: its share of
+        # the switch spans' time (both directions run once a step).
+        spans = [sp for sp in result.recorder.spans if sp.name == "switch"]
+        total = sum(sp.t1 - sp.t0 for sp in spans)
+        out = sum(sp.t1 - sp.t0 for sp in spans if sp.attrs.get("to") == "rollout")
+        phase_time["switch"] = phase_time.get("switch", 0.0) * (out / total if total else 0.0)
     row.phases = with_remainder(
-        phase_pairs(rec.timing_s, summary["phase_time_s"], computed,
+        phase_pairs(rec.timing_s, phase_time, computed,
                     t.scenario["policy"]["name"], t.gen_with_sync),
         rec.timing_s["step"], row.simulated_step_s)
     return row

@@ -63,6 +63,10 @@ class Translation:
     dropped: list[str] = field(default_factory=list)   # stated facts rlsim cannot express
     lengths: str = ""                                   # how response lengths were set
     gen_with_sync: bool = False  # the record's gen timer holds the colocated weight sync
+    # the record's update_weights holds one direction of the colocated switch (NeMo-RL's
+    # refit: the state's copy to host and the weight transfer; the copy back runs in its
+    # prep phases)
+    refit_one_way: bool = False
 
     @property
     def policy(self) -> str:
@@ -804,6 +808,11 @@ def translate(rec: RunRecord) -> Translation:
     fill_defaults(scenario, lookup_model(model).moe is not None, b.t.taken)
     b.t.scenario = scenario
     b.t.gen_with_sync = gen_holds_weight_sync(rec, fw, policy)
+    # NeMo-RL's refit (prepare_for_generation: offload_before_refit, the weight transfer,
+    # offload_after_refit, the KV cache back) holds the switch to rollout; the state comes
+    # back in logprob_inference_prep / training_prep (nemo_rl/algorithms/grpo.py).
+    b.t.refit_one_way = (fw == "nemo-rl" and "update_weights" in rec.timing_s
+                         and policy.get("placement") == "colocated")
     return b.t
 
 

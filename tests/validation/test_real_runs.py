@@ -418,3 +418,19 @@ def test_a_scenario_that_does_not_load_is_not_shipped(records) -> None:
     assert _loads(translate(records["playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100"]))
     # refused later (at preparation: the weights do not fit) still ships with its refusal
     assert _loads(translate(records["nemorl-v0.6-deepseekv3-grpo-1stepoff-512xH100-fp8"]))
+
+
+def test_nemo_rl_refit_compares_with_the_switch_to_rollout(records) -> None:
+    """NeMo-RL's refit holds the state's copy to host and the weight transfer, not the copy
+    back: its update_weights is compared with weight_sync + the switch to rollout."""
+    from calibration.realruns.harness import simulate_row
+
+    t = translate(records["nemorl-v0.3-blog-llama31-8b-instruct-megatron-8xH100"])
+    assert t.refit_one_way and not t.gen_with_sync
+    row = simulate_row(t)
+    _, sim = row.phases["update_weights"]
+    both = row.sim_phase_s["weight_sync"] + row.sim_phase_s["switch"]
+    assert row.sim_phase_s["weight_sync"] < sim < both
+    # the step is unchanged: what update_weights leaves out goes to the remainder
+    assert sum(s for _, s in row.phases.values()) == pytest.approx(row.simulated_step_s)
+    assert not translate(records["nemorl-v0.4-qwen3-32b-grpo-on-32xH100"]).refit_one_way
