@@ -218,9 +218,9 @@ class TrainCost:
         # the passes' GPU compute time is divided by `speed`; a micro-batch's fixed cost
         # replaces the backend's when given.
         self.speed = speed
-        # The framework's own host copies of the state around a colocated switch, (optimizer,
-        # parameter and gradient buffers), when they run below the link (NeMo-RL's copies
-        # into pageable memory); None: the link.
+        # The framework's own host copies of the state around a colocated switch (optimizer,
+        # then parameter and gradient buffers), when they run below the link (NeMo-RL's
+        # copies into pageable memory); None: the link.
         self.host_copy_bytes_per_s = host_copy_bytes_per_s
         self.micro_batch_overhead_s = (
             micro_batch_overhead_s if micro_batch_overhead_s is not None
@@ -438,7 +438,7 @@ class TrainCost:
         if b is None:
             return self.model.params * self.profile.train_state_bytes_per_param / self.gpus
         return (self._params_per_gpu() * (b.param_bytes + b.grad_bytes)
-                + self.model.params / self.shard_gpus * b.optimizer_bytes)
+                + self._optimizer_bytes_per_gpu(b))
 
     def resident_state_bytes_per_gpu(self) -> float:
         """The part of this GPU's trainer state that stays on the GPU between passes: all of
@@ -454,7 +454,7 @@ class TrainCost:
         if bt.grad_offload:
             state -= self._params_per_gpu() * b.grad_bytes
         if bt.optimizer_offload:
-            state -= self.model.params / self.shard_gpus * b.optimizer_bytes
+            state -= self._optimizer_bytes_per_gpu(b)
         return max(state, 0.0)
 
     def offload_s(self) -> float:
@@ -480,6 +480,11 @@ class TrainCost:
         b = self.backend
         if b is None or self.batching.optimizer_offload:
             return 0.0
+        return self._optimizer_bytes_per_gpu(b)
+
+    def _optimizer_bytes_per_gpu(self, b: TrainBackend) -> float:
+        """This GPU's share of the optimizer state: sharded over the shard group (FSDP) or
+        all data-parallel ranks (Megatron's distributed optimizer)."""
         return self.model.params / self.shard_gpus * b.optimizer_bytes
 
     def reload_s(self) -> float:
@@ -501,7 +506,7 @@ class TrainCost:
         if train and bt.grad_offload:
             size += self._params_per_gpu() * b.grad_bytes
         if train and bt.optimizer_offload:
-            size += self.model.params / self.shard_gpus * b.optimizer_bytes
+            size += self._optimizer_bytes_per_gpu(b)
         return 2.0 * size / (self.gpu.pcie_bandwidth * self.profile.pcie_efficiency)
 
     # ----- per-kernel path -----
