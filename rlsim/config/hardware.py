@@ -51,6 +51,11 @@ class GpuSpec(BaseModel):
     sm_count: int = Field(
         gt=0, description="Streaming multiprocessors (AMD: compute units); GEMM wave quantization.")
     gpus_per_node: int = Field(default=8, gt=0, description="GPUs per node.")
+    nvlink_domain_gpus: int | None = Field(
+        default=None, gt=0,
+        description="GPUs one NVLink domain joins when it spans several nodes (hosts): a GB200 "
+        "NVL72 rack joins its 18 compute trays of 4 GPUs, 72. A pool's collectives, TP and "
+        "engines stay on NVLink inside it. None: the node is the NVLink domain (HGX/DGX).")
     usd_per_gpu_hour: float = Field(
         ge=0, description="Default list price per GPU-hour in USD (a pool may override it)."
     )
@@ -332,8 +337,9 @@ class ModelSpec(BaseModel):
 # GB200 (GB200 NVL72 datasheet / 72): FP8 10 PF sparse -> 5 PF dense, BF16 5 -> 2.5 PF
 # dense. MI300X (AMD datasheet): BF16 1,307.4 and FP8 2,614.9 TFLOP/s dense. A100: no FP8.
 # Links: NVLink 5 is 1.8 TB/s per GPU both directions summed (B200, GB200; the NVL72 domain is
-# the whole rack, so gpus_per_node is 72 for GB200: one rlsim node = one NVLink domain; a pool
-# may set gpus_per_node 4 to model a compute tray). MI300X: 7 xGMI links x 128 GB/s = 896 GB/s
+# the whole rack, so gpus_per_node is 72 for GB200 by default; a pool may set gpus_per_node 4,
+# a compute tray with its own host memory and NICs, and its GPUs still reach the rack's
+# other 68 over NVLink: nvlink_domain_gpus 72). MI300X: 7 xGMI links x 128 GB/s = 896 GB/s
 # summed over its 7 peers in the 8-GPU mesh (one peer gets 1/7 of it, unlike an NVSwitch).
 # PCIe: Gen5 x16 = 64 GB/s per direction (Hopper, HGX B200 and MI300X hosts), Gen4 x16 =
 # 32 GB/s (A100). GB200's host link is NVLink-C2C to Grace, 900 GB/s both directions per
@@ -369,7 +375,7 @@ GPUS: dict[str, GpuSpec] = {
         GpuSpec(name="GB200", bf16_tflops=2500, fp8_tflops=5000, hbm="189471 MiB",
                 hbm_bandwidth="8 TB/s", nvlink_bandwidth="1.8 TB/s", pcie_bandwidth="225 GB/s",
                 network_bandwidth="400 Gb/s", sm_count=152, gpus_per_node=72,
-                host_link="nvlink-c2c",
+                nvlink_domain_gpus=72, host_link="nvlink-c2c",
                 usd_per_gpu_hour=4.54),
         GpuSpec(name="MI300X", bf16_tflops=1307.4, fp8_tflops=2614.9, hbm=205822885888,
                 hbm_bandwidth="5.3 TB/s", nvlink_bandwidth="896 GB/s", pcie_bandwidth="64 GB/s",

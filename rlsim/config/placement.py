@@ -64,18 +64,19 @@ def _pool(scenario: Scenario, name: str, field: str) -> PoolConfig:
 def _check_tp(tp: int, pool: PoolConfig, field: str) -> None:
     if tp & (tp - 1):
         raise ScenarioError(field, f"TP {tp} must be a power of two (1, 2, 4, 8)")
-    if tp > pool.node_size:
+    if tp > pool.nvlink_domain:
         raise ScenarioError(
-            field, f"TP {tp} is larger than a node of pool {pool.name!r} ({pool.node_size} GPUs);"
-            " TP runs inside one node",
+            field, f"TP {tp} is larger than a node of pool {pool.name!r} "
+            f"({pool.nvlink_domain} GPUs); TP runs inside one node (NVLink domain)",
         )
 
 
 def _check_engine(tp: int, pp: int, pool: PoolConfig, gpus: int) -> None:
     """A rollout engine of tp x pp GPUs: TP inside a node or a whole number of nodes (vLLM
     runs TP over the network then), the engine inside a node or on whole nodes, and the
-    rollout GPUs a whole number of engines."""
-    node = pool.node_size
+    rollout GPUs a whole number of engines. The node here is the NVLink domain (a GB200
+    NVL72 rack joins its trays)."""
+    node = pool.nvlink_domain
     if tp & (tp - 1):
         raise ScenarioError("rollout.tp", f"TP {tp} must be a power of two (1, 2, 4, 8, ...)")
     if tp > node and tp % node:

@@ -94,6 +94,16 @@ class PoolConfig(Frozen):
         return self.nodes * self.node_size
 
     @property
+    def nvlink_domain(self) -> int:
+        """GPUs that reach each other over NVLink: the node, or the GPU type's NVLink domain
+        where it joins several nodes (a GB200 NVL72 rack of 4-GPU trays). Host memory and
+        NICs stay per node (`node_size`)."""
+        node, domain = self.node_size, self.gpu_spec.nvlink_domain_gpus
+        if domain is None or domain <= node:
+            return node
+        return domain // node * node  # whole nodes: 4 trays of 16 GPUs in a rack of 72 -> 64
+
+    @property
     def price(self) -> float:
         p = self.usd_per_gpu_hour
         return self.gpu_spec.usd_per_gpu_hour if p is None else p

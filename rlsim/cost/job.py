@@ -51,12 +51,12 @@ def _profile(pool: PoolConfig, field: str) -> Profile:
 
 
 def node_gpu(pool: PoolConfig) -> GpuSpec:
-    """The pool's GPU with the pool's node size: the NVLink domain an engine's collectives
-    stay inside before they cross the network."""
+    """The pool's GPU with the pool's NVLink domain as its node: the GPUs collectives stay
+    inside before they cross the network (the node, or a GB200 NVL72 rack of trays)."""
     gpu = pool.gpu_spec
-    if gpu.gpus_per_node == pool.node_size:
+    if gpu.gpus_per_node == pool.nvlink_domain:
         return gpu
-    return gpu.model_copy(update={"gpus_per_node": pool.node_size})
+    return gpu.model_copy(update={"gpus_per_node": pool.nvlink_domain})
 
 
 def engine_cost(model: ModelSpec, pool: PoolConfig, tp: int, util: float, profile: Profile,

@@ -193,9 +193,9 @@ def _sync_bandwidth(scenario: Scenario, place: Placement, profile: Profile,
     nvlink = rgpu.nvlink_bandwidth / 2 * profile.allreduce_bus_efficiency  # one direction
     network = min(rgpu.network_bandwidth, tgpu.network_bandwidth) * profile.network_efficiency
     if place.colocated:
-        local = min(1.0, rpool.node_size / place.train_gpus)
+        local = min(1.0, rpool.nvlink_domain / place.train_gpus)
         per_gpu = 1.0 / (local / nvlink + (1.0 - local) / network)
         return per_gpu * rollout_tp
-    one_node = rpool.name == tpool.name and rpool.nodes == 1
+    one_node = rpool.name == tpool.name and rpool.gpus <= rpool.nvlink_domain
     ports = 1 if per_rank else min(rollout_tp, place.train_gpus)
     return (nvlink if one_node else network) * ports

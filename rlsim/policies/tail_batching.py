@@ -186,7 +186,7 @@ class _Planner:
         self.jump = jump
         self.calm = calm
         self.base_tp = self.tp = ph.cluster.scenario.rollout.tp
-        self.node = ph.cluster.placement.rollout_pool.node_size
+        self.node = ph.cluster.placement.rollout_pool.nvlink_domain
         self.gpus = ph.cluster.placement.rollout_gpus
         self.previous: int | None = None
         self.quiet = 0
