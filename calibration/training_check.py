@@ -54,6 +54,10 @@ class Published:
     # True: the run fuses the memory-bound kernels (torch.compile) where the backend
     # otherwise runs them eager: priced with fused kernels.
     fused: bool = False
+    ep: int = 1  # expert parallelism (MoE rows)
+    # The run's router imbalance where it states one (forced balance: 1.0); None: the
+    # backend's.
+    router_imbalance: float | None = None
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -86,6 +90,37 @@ PUBLISHED: tuple[Published, ...] = (
 )
 
 
+_MB_CARD = ("https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/067f987df03b8355b03192d88d70f1709fedf51a/"
+            "examples/model_verification_cards/qwen3-30b-a3b/card.yaml")
+_MB_OVERLAP = ("https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/067f987df03b8355b03192d88d70f1709fedf51a/"
+               "skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md")
+
+# Fine-grained MoE pre-training on Megatron-Core (BF16, H100), kept apart from PUBLISHED:
+# the rows measure what tuned MoE stacks reach (HybridEP, CUDA graphs over the router), the
+# expert all-to-all crossing two nodes. Validation only (docs/validation.md, "Trainer
+# against published throughput", MoE).
+MOE_PUBLISHED: tuple[Published, ...] = (
+    Published("Qwen3-30B-A3B Megatron-Bridge card, pretrain.H100 (natural routing)",
+              lookup_model("qwen3-30b-a3b"), "H100", "megatron", gpus=16, tp=1, pp=1, cp=1,
+              global_batch=1024, micro_batch=1, seq_tokens=4096, recompute="none",
+              step_s=30.28955, ep=16, source=_MB_CARD,
+              note="card item pretrain.H100: 30289.550 ms/step, 8,654.6 tok/s/GPU; RP2 data, "
+                   "HybridEP, TE CUDA graphs (moe_router, moe_preprocess)"),
+    Published("Qwen3-30B-A3B Megatron-Bridge card, pretrain_performance.H100 (forced balance)",
+              lookup_model("qwen3-30b-a3b"),
+              "H100", "megatron", gpus=16, tp=1, pp=1, cp=1, global_batch=1024, micro_batch=1,
+              seq_tokens=4096, recompute="none", step_s=20.14729, ep=16, router_imbalance=1.0,
+              source=_MB_CARD,
+              note="card item pretrain_performance.H100: 20147.290 ms/step, 13,011 tok/s/GPU; "
+                   "mock data, HybridEP, EP comm overlap on, CUDA graphs"),
+    Published("Qwen3-30B-A3B Megatron-Bridge EP-overlap A/B, overlap off (forced balance)",
+              lookup_model("qwen3-30b-a3b"), "H100", "megatron", gpus=16, tp=1, pp=1, cp=1,
+              global_batch=1024, micro_batch=1, seq_tokens=4096, recompute="none",
+              step_s=24.7138, ep=16, router_imbalance=1.0, source=_MB_OVERLAP,
+              note="2026-07-25 controlled A/B, overlap off: 24.7138 s (on: 20.9920 s)"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckRow:
     published: Published
@@ -110,7 +145,9 @@ def train_cost(p: Published) -> TrainCost:
     backend = lookup_backend(p.backend)
     if p.fused:
         backend = replace(backend, elementwise_traffic=None)
-    batching = TrainBatching(recompute=p.recompute, micro_batch_size=p.micro_batch)
+    if p.router_imbalance is not None:
+        backend = replace(backend, router_imbalance=p.router_imbalance)
+    batching = TrainBatching(recompute=p.recompute, micro_batch_size=p.micro_batch, ep=p.ep)
     return TrainCost(p.model, gpu, p.gpus, p.tp, p.pp, p.cp, profile,
                      recompute_activations=p.recompute != "none",
                      micro_batch_tokens=p.micro_batch * p.seq_tokens, seq_tokens=p.seq_tokens,
@@ -133,7 +170,8 @@ def table(rows: list[CheckRow]) -> str:
     for r in rows:
         p = r.published
         lines.append(
-            f"| [{p.label}]({p.source}) | {p.gpus} GPU tp{p.tp} pp{p.pp} cp{p.cp}, GBS "
+            f"| [{p.label}]({p.source}) | {p.gpus} GPU tp{p.tp} pp{p.pp} cp{p.cp}"
+            f"{f' ep{p.ep}' if p.ep > 1 else ''}, GBS "
             f"{p.global_batch} x {p.seq_tokens}, mbs {p.micro_batch}, recompute "
             f"{p.recompute} | {p.step_s:.2f} | {r.rlsim_step_s:.2f} | {r.ratio:.2f} | "
             f"{r.compute_s:.2f} / {r.comm_s:.2f} / {r.bubble_s:.2f} / {r.other_s:.2f} |")
@@ -142,6 +180,8 @@ def table(rows: list[CheckRow]) -> str:
 
 def main() -> None:
     print(table([check(p) for p in PUBLISHED]))
+    print()
+    print(table([check(p) for p in MOE_PUBLISHED]))
 
 
 if __name__ == "__main__":

@@ -41,3 +41,17 @@ def test_overrides_of_a_row_reach_the_trainer() -> None:
 def test_megatron_rows_within_the_validation_band(p: Published) -> None:
     # Validation only (nothing fitted to these rows): rlsim's step within 20% of NeMo's.
     assert 0.8 < check(p).ratio < 1.2
+
+
+def test_moe_rows_reach_the_trainer_with_their_expert_parallelism() -> None:
+    from calibration.training_check import MOE_PUBLISHED
+    natural, forced = MOE_PUBLISHED[0], MOE_PUBLISHED[1]
+    cost = train_cost(natural)
+    assert cost.batching.ep == 16 and cost.backend is not None
+    assert cost.backend.router_imbalance > 1.0  # the backend's: natural routing
+    balanced = train_cost(forced)
+    assert balanced.backend is not None and balanced.backend.router_imbalance == 1.0
+    # Forced balance prices the busiest rank's experts and all-to-all at the mean: faster.
+    assert check(forced).rlsim_step_s < check(natural).rlsim_step_s
+    # The all-to-all crosses the two nodes: communication is the larger part of the step.
+    assert check(natural).comm_s > check(natural).compute_s
