@@ -43,6 +43,7 @@ from rlsim.cost.backends import (
     split_even,
 )
 from rlsim.cost.errors import KnobError
+from rlsim.cost.inference import hierarchical_all_to_all_s
 from rlsim.cost.kernels import ElementwiseModel, GemmModel
 from rlsim.cost.network import (
     nvlink_one_way_bytes_per_s,
@@ -748,8 +749,17 @@ class TrainCost:
         if size <= 0:
             return 0.0
         imb = self.backend.router_imbalance if self.backend is not None else 1.0
-        bw = self.group_bw(self.ep)  # folded: the EP group is ep consecutive ranks
-        one = self.profile.allreduce_latency_s + size * imb / bw
+        lat = self.profile.allreduce_latency_s
+        node = self.gpu.gpus_per_node
+        if self.ep <= node:  # folded: the EP group is ep consecutive ranks, in one node
+            one = lat + size * imb / self.nvlink_bw()
+        else:
+            # Across nodes the node's share goes over NVLink while the rest leaves on the
+            # GPU's NIC, at once: the engines' hierarchical all-to-all (rollout.ep), on the
+            # whole buffer (size is the part that leaves the GPU).
+            buffer = size * self.ep / (self.ep - 1)
+            one = hierarchical_all_to_all_s(buffer * imb, self.ep, node, self.nvlink_bw(),
+                                            self.network_bw(), lat)
         return 2 * self.model.moe_layers * one
 
     def cp_comm_s(self, m: int, attention_s: float, backward: bool) -> float:

@@ -32,6 +32,7 @@ from rlsim.cost.backends import (
     split_even,
 )
 from rlsim.cost.errors import KnobError
+from rlsim.cost.inference import NET_HOP_LATENCY_S
 from rlsim.cost.network import nvlink_one_way_bytes_per_s, ring_reduce_scatter_s
 from rlsim.cost.training import TrainBatching, TrainCost
 
@@ -170,6 +171,13 @@ def test_ep_alltoall_volume() -> None:
     one = LAT + vol * MEGATRON.router_imbalance / NVLINK_BW  # ep = 8: inside a node
     assert t.ep_comm_s(m) == pytest.approx(2 * moe.moe_layers * one, rel=1e-12)
     assert cost(gpus=16, model=moe).ep_alltoall_bytes(m) == 0.0  # ep = 1: no exchange
+    # EP 16 spans two nodes of 8: the node's 7/16 over NVLink while 8/16 leave on the NIC,
+    # at once (the engines' hierarchical all-to-all); not every byte at the NIC's rate.
+    t16 = cost(gpus=16, backend=MEGATRON, model=moe, ep=16)
+    buf = m * moe.moe.experts_per_token * moe.hidden * 2 * MEGATRON.router_imbalance
+    one16 = LAT + NET_HOP_LATENCY_S + max(7 / 16 * buf / NVLINK_BW, 8 / 16 * buf / NET_BW)
+    assert t16.ep_comm_s(m) == pytest.approx(2 * moe.moe_layers * one16, rel=1e-12)
+    assert t16.ep_comm_s(m) < 2 * moe.moe_layers * (LAT + buf * 15 / 16 / NET_BW)
     # With TP, sequence parallelism leaves m/tp tokens per GPU at the router (folding).
     t2 = cost(gpus=16, tp=2, backend=MEGATRON, model=moe, ep=8)
     assert t2.ep_alltoall_bytes(m) == pytest.approx(vol / 2, rel=1e-12)
