@@ -58,6 +58,7 @@ class Published:
     # The run's router imbalance where it states one (forced balance: 1.0); None: the
     # backend's.
     router_imbalance: float | None = None
+    moe_dispatcher: str = "alltoall"  # the run's expert dispatcher (HybridEP rows: deepep)
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -103,20 +104,22 @@ MOE_PUBLISHED: tuple[Published, ...] = (
     Published("Qwen3-30B-A3B Megatron-Bridge card, pretrain.H100 (natural routing)",
               lookup_model("qwen3-30b-a3b"), "H100", "megatron", gpus=16, tp=1, pp=1, cp=1,
               global_batch=1024, micro_batch=1, seq_tokens=4096, recompute="none",
-              step_s=30.28955, ep=16, source=_MB_CARD,
+              step_s=30.28955, ep=16, moe_dispatcher="deepep", source=_MB_CARD,
               note="card item pretrain.H100: 30289.550 ms/step, 8,654.6 tok/s/GPU; RP2 data, "
                    "HybridEP, TE CUDA graphs (moe_router, moe_preprocess)"),
     Published("Qwen3-30B-A3B Megatron-Bridge card, pretrain_performance.H100 (forced balance)",
               lookup_model("qwen3-30b-a3b"),
               "H100", "megatron", gpus=16, tp=1, pp=1, cp=1, global_batch=1024, micro_batch=1,
               seq_tokens=4096, recompute="none", step_s=20.14729, ep=16, router_imbalance=1.0,
+              moe_dispatcher="deepep",
               source=_MB_CARD,
               note="card item pretrain_performance.H100: 20147.290 ms/step, 13,011 tok/s/GPU; "
                    "mock data, HybridEP, EP comm overlap on, CUDA graphs"),
     Published("Qwen3-30B-A3B Megatron-Bridge EP-overlap A/B, overlap off (forced balance)",
               lookup_model("qwen3-30b-a3b"), "H100", "megatron", gpus=16, tp=1, pp=1, cp=1,
               global_batch=1024, micro_batch=1, seq_tokens=4096, recompute="none",
-              step_s=24.7138, ep=16, router_imbalance=1.0, source=_MB_OVERLAP,
+              step_s=24.7138, ep=16, router_imbalance=1.0, moe_dispatcher="deepep",
+              source=_MB_OVERLAP,
               note="2026-07-25 controlled A/B, overlap off: 24.7138 s (on: 20.9920 s)"),
 )
 
@@ -147,7 +150,8 @@ def train_cost(p: Published) -> TrainCost:
         backend = replace(backend, elementwise_traffic=None)
     if p.router_imbalance is not None:
         backend = replace(backend, router_imbalance=p.router_imbalance)
-    batching = TrainBatching(recompute=p.recompute, micro_batch_size=p.micro_batch, ep=p.ep)
+    batching = TrainBatching(recompute=p.recompute, micro_batch_size=p.micro_batch, ep=p.ep,
+                             moe_dispatcher=p.moe_dispatcher)
     return TrainCost(p.model, gpu, p.gpus, p.tp, p.pp, p.cp, profile,
                      recompute_activations=p.recompute != "none",
                      micro_batch_tokens=p.micro_batch * p.seq_tokens, seq_tokens=p.seq_tokens,

@@ -318,6 +318,14 @@ class TrainConfig(Frozen):
     ep: int = Field(
         default=1, gt=0, description="Expert-parallel degree of an MoE model (veRL "
         "megatron.expert_model_parallel_size); megatron only.")
+    moe_dispatcher: Literal["alltoall", "deepep"] = Field(
+        default="alltoall",
+        description="How the expert all-to-all moves tokens (Megatron "
+        "moe_token_dispatcher_type; veRL megatron.override_transformer_config): alltoall "
+        "(Megatron's, veRL's default) sends each token's top-k copies to their experts' "
+        "GPUs; deepep (`flex` with moe_enable_deepep, DeepEP or HybridEP) sends a token once "
+        "to each GPU and each remote node that holds any of its experts, the remote copies "
+        "fanned out over NVLink there. Prices train.ep > 1 only.")
     fsdp_size: int | None = Field(
         default=None, ge=-1,
         description="FSDP shard group size (veRL actor_rollout_ref.actor.fsdp_config."

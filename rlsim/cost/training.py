@@ -43,7 +43,7 @@ from rlsim.cost.backends import (
     split_even,
 )
 from rlsim.cost.errors import KnobError
-from rlsim.cost.inference import hierarchical_all_to_all_s
+from rlsim.cost.inference import NET_HOP_LATENCY_S, hierarchical_all_to_all_s
 from rlsim.cost.kernels import ElementwiseModel, GemmModel
 from rlsim.cost.network import (
     nvlink_one_way_bytes_per_s,
@@ -120,6 +120,7 @@ class TrainBatching:
     grad_offload: bool = False
     optimizer_offload: bool = False
     ep: int = 1  # expert-parallel degree (MoE)
+    moe_dispatcher: str = "alltoall"  # "alltoall": k copies per token; "deepep": deduplicated
     fsdp_size: int | None = None  # FSDP shard group (HSDP, veRL fsdp_size); None: all GPUs
 
     def __post_init__(self) -> None:
@@ -135,6 +136,9 @@ class TrainBatching:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if self.moe_dispatcher not in ("alltoall", "deepep"):
+            raise ValueError("moe_dispatcher must be alltoall or deepep, got "
+                             f"{self.moe_dispatcher!r}")
 
 
 @dataclass(slots=True)
@@ -290,6 +294,7 @@ class TrainCost:
             grad_offload=t.grad_offload,
             optimizer_offload=t.optimizer_offload,
             ep=t.ep,
+            moe_dispatcher=t.moe_dispatcher,
             fsdp_size=None if t.fsdp_size in (None, -1) else t.fsdp_size,
         )
         speed = 1.0 if framework is None else framework.train_speed
@@ -751,6 +756,8 @@ class TrainCost:
         imb = self.backend.router_imbalance if self.backend is not None else 1.0
         lat = self.profile.allreduce_latency_s
         node = self.gpu.gpus_per_node
+        if self.batching.moe_dispatcher == "deepep":
+            return 2 * self.model.moe_layers * self._deepep_s(m, imb, lat)
         if self.ep <= node:  # folded: the EP group is ep consecutive ranks, in one node
             one = lat + size * imb / self.nvlink_bw()
         else:
@@ -761,6 +768,28 @@ class TrainCost:
             one = hierarchical_all_to_all_s(buffer * imb, self.ep, node, self.nvlink_bw(),
                                             self.network_bw(), lat)
         return 2 * self.model.moe_layers * one
+
+    def _deepep_s(self, m: int, imb: float, lat: float) -> float:
+        """One DeepEP / HybridEP dispatch (or combine) of `m` tokens per GPU: each token goes
+        once to each other GPU of the EP group holding any of its top-k experts (over
+        NVLink, directly or forwarded inside the destination node) and once to each remote
+        node holding any (over the GPU's NIC); both at once, the slower sets the time.
+        With the experts spread evenly, a set of x of the E experts holds none of a token's
+        k with probability C(E-x, k) / C(E, k)."""
+        moe = self.model.moe
+        assert moe is not None
+        ep, node, e, k = self.ep, self.gpu.gpus_per_node, moe.experts, moe.experts_per_token
+        token = m / self.tp * self.model.hidden * self.dtype_bytes * imb
+
+        def hit(x: int) -> float:  # P(a set of x experts holds any of the token's k)
+            return 1.0 - math.comb(e - x, k) / math.comb(e, k)
+
+        nvlink = (ep - 1) * hit(e // ep) * token / self.nvlink_bw()
+        if ep <= node:
+            return lat + nvlink
+        nodes = -(-ep // node)
+        network = (nodes - 1) * hit(e // nodes) * token / self.network_bw()
+        return lat + NET_HOP_LATENCY_S + max(nvlink, network)
 
     def cp_comm_s(self, m: int, attention_s: float, backward: bool) -> float:
         """Exposed context-parallel traffic of one pass for `m` tokens per GPU. Ring

@@ -344,7 +344,7 @@ REASONS: dict[str, str] = {
     **dict.fromkeys(
         ("apply_rope_fusion", "bias_activation_fusion", "overlap_grad_reduce",
          "overlap_param_gather", "masked_softmax_fusion", "gradient_accumulation_fusion",
-         "bias_dropout_fusion", "moe_token_dispatcher_type", "moe_grouped_gemm",
+         "bias_dropout_fusion", "moe_grouped_gemm",
          "attn_implementation", "logits_in_fp32"), _FUSION),
     **dict.fromkeys(("worker_cls", "name", "env_manager_cls", "agent_runner_cls",
                      "user_defined_rollout_loop_cls", "env_type", "llm_proxy"), _CLASS),
@@ -1211,6 +1211,8 @@ def _trainer(cfg: _Config, imp: Imported, layout: _Layout, samples: tuple[int, i
         if gran is not None and gran not in RECOMPUTE:
             raise ScenarioError(f"{sc}.recompute_granularity", f"{gran!r}: full or selective")
         imp.set("train.recompute", RECOMPUTE.get(gran or "", "none"), gran_src)
+        if cfg.has(f"{sc}.moe_token_dispatcher_type"):
+            _dispatcher(cfg, imp, sc)
     else:
         cp, cp_src = cfg.get("actor_train.model_args.ulysses_size", _to_pos_int, 1,
                              _default(MODEL_ARGS, "ulysses_size 1"))
@@ -1251,6 +1253,25 @@ def _trainer(cfg: _Config, imp: Imported, layout: _Layout, samples: tuple[int, i
     if offload_states:
         imp.set("train.param_offload", True, offload_src)
         imp.set("train.optimizer_offload", True, offload_src)
+
+
+def _dispatcher(cfg: _Config, imp: Imported, sc: str) -> None:
+    """Megatron's expert dispatcher as strategy_config names it: alltoall, or flex with
+    DeepEP or HybridEP (rlsim's deepep)."""
+    kind, src = cfg.get(f"{sc}.moe_token_dispatcher_type", _to_str, None, "")
+    if kind == "alltoall":
+        imp.set("train.moe_dispatcher", "alltoall", src)
+        return
+    if kind != "flex":
+        raise ScenarioError(f"{sc}.moe_token_dispatcher_type", f"{kind!r}: rlsim prices "
+                            "Megatron's alltoall dispatcher and flex with DeepEP or HybridEP; "
+                            "use alltoall or flex")
+    deepep, _ = cfg.get(f"{sc}.moe_enable_deepep", _to_bool, False, "")
+    backend, _ = cfg.get(f"{sc}.moe_flex_dispatcher_backend", _to_str, None, "")
+    if not deepep and backend not in ("deepep", "hybridep"):
+        raise ScenarioError(f"{sc}.moe_token_dispatcher_type", "flex needs moe_enable_deepep "
+                            "true or moe_flex_dispatcher_backend deepep or hybridep")
+    imp.set("train.moe_dispatcher", "deepep", src)
 
 
 def _batch_prompts(cfg: _Config) -> int:

@@ -728,6 +728,7 @@ class _Builder:
         self._train_batching()
         self._padding()
         self._recompute()
+        self._dispatcher()
         self._passes()
         self._reward()
         self._checks()
@@ -1042,6 +1043,34 @@ class _Builder:
             raise g.error(f"{g.value!r}: Megatron's recompute_granularity is null, selective "
                           "or full")
         self.set("train.recompute", g.value or "none", g)
+
+    def _dispatcher(self) -> None:
+        """Megatron's expert dispatcher: veRL's workers set `alltoall`
+        (verl/workers/megatron_workers.py:218) unless override_transformer_config sets
+        `flex` with DeepEP or HybridEP (rlsim's deepep)."""
+        if self.backend in _FSDP:
+            return
+        c, o = self.cfg, _A + "megatron.override_transformer_config."
+        kind, deepep, flex_backend = (o + "moe_token_dispatcher_type", o + "moe_enable_deepep",
+                                      o + "moe_flex_dispatcher_backend")
+        if not c.has(kind):
+            for k in (deepep, flex_backend):
+                if c.has(k):
+                    c.note(k, "no moe_token_dispatcher_type flex: veRL's alltoall stands")
+            return
+        v = c(kind)
+        if v.value == "alltoall":
+            self.set("train.moe_dispatcher", "alltoall", v)
+            return
+        if v.value != "flex":
+            raise v.error(f"{v.value!r}: rlsim prices Megatron's alltoall dispatcher and "
+                          "flex with DeepEP or HybridEP; use alltoall or flex")
+        on = [c(k) for k in (deepep, flex_backend) if c.has(k)]
+        if not any((x.key == deepep and _flag(x)) or x.value in ("deepep", "hybridep")
+                   for x in on):
+            raise v.error("flex needs moe_enable_deepep true or moe_flex_dispatcher_backend "
+                          "deepep or hybridep in override_transformer_config")
+        self.set("train.moe_dispatcher", "deepep", v, also=tuple(on))
 
     def _passes(self) -> None:
         """The forward passes and the critic: reference (KL), old log-probs, values."""

@@ -9,6 +9,7 @@ input.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -178,6 +179,24 @@ def test_ep_alltoall_volume() -> None:
     one16 = LAT + NET_HOP_LATENCY_S + max(7 / 16 * buf / NVLINK_BW, 8 / 16 * buf / NET_BW)
     assert t16.ep_comm_s(m) == pytest.approx(2 * moe.moe_layers * one16, rel=1e-12)
     assert t16.ep_comm_s(m) < 2 * moe.moe_layers * (LAT + buf * 15 / 16 / NET_BW)
+    # DeepEP / HybridEP: one copy per GPU and per remote node holding any of the token's 8
+    # experts (128 experts spread evenly), both links at once.
+    dedup = cost(gpus=16, backend=MEGATRON, model=moe, ep=16, moe_dispatcher="deepep")
+    tok = m * moe.hidden * 2 * MEGATRON.router_imbalance
+    gpu_hit = 1 - math.comb(128 - 8, 8) / math.comb(128, 8)  # 8 experts per GPU
+    node_hit = 1 - math.comb(128 - 64, 8) / math.comb(128, 8)  # 64 per node
+    one_d = LAT + NET_HOP_LATENCY_S + max(15 * gpu_hit * tok / NVLINK_BW,
+                                          1 * node_hit * tok / NET_BW)
+    assert dedup.ep_comm_s(m) == pytest.approx(2 * moe.moe_layers * one_d, rel=1e-12)
+    assert node_hit > 0.99  # about one InfiniBand copy per token, where alltoall sends ~4
+    assert dedup.ep_comm_s(m) < t16.ep_comm_s(m) / 2
+    # Inside one node only the NVLink term is left (8 ranks, 16 experts each).
+    in_node = cost(gpus=16, backend=MEGATRON, model=moe, ep=8, moe_dispatcher="deepep")
+    hit8 = 1 - math.comb(128 - 16, 8) / math.comb(128, 8)
+    assert in_node.ep_comm_s(m) == pytest.approx(
+        2 * moe.moe_layers * (LAT + 7 * hit8 * tok / NVLINK_BW), rel=1e-12)
+    with pytest.raises(ValueError, match="moe_dispatcher"):
+        TrainBatching(moe_dispatcher="allgather")
     # With TP, sequence parallelism leaves m/tp tokens per GPU at the router (folding).
     t2 = cost(gpus=16, tp=2, backend=MEGATRON, model=moe, ep=8)
     assert t2.ep_alltoall_bytes(m) == pytest.approx(vol / 2, rel=1e-12)
@@ -642,3 +661,22 @@ def test_trainer_layout_errors_name_their_field(tmp_path) -> None:
     scenario, _ = load_scenario(path)
     with pytest.raises(ScenarioError, match=r"train\.ep"):
         build_cluster(scenario, simpy.Environment(), Recorder())
+
+
+def test_scenario_dispatcher_reaches_the_trainer() -> None:
+    from rlsim.config.errors import ScenarioError
+    from rlsim.config.loading import scenario_from_dict
+    from rlsim.cost.job import cost_models
+    from tests.scenarios import tiny
+
+    sc = tiny(model="qwen3-30b-a3b")
+    sc["pools"][0].update(nodes=2)
+    sc["train"].update(backend="megatron", ep=16, moe_dispatcher="deepep")
+    deepep = cost_models(scenario_from_dict(sc)[0]).train_cost
+    assert deepep.batching.moe_dispatcher == "deepep"
+    sc["train"]["moe_dispatcher"] = "alltoall"
+    alltoall = cost_models(scenario_from_dict(sc)[0]).train_cost
+    assert deepep.ep_comm_s(4096) < alltoall.ep_comm_s(4096)
+    sc["train"]["moe_dispatcher"] = "allgather"
+    with pytest.raises(ScenarioError, match="moe_dispatcher"):
+        scenario_from_dict(sc)

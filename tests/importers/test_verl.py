@@ -318,6 +318,13 @@ ROUND_TRIPS: list[tuple[dict[str, Any], str, Any, str, bool, Facts]] = [
      "train.recompute", "selective", _M + "override_transformer_config.recompute_granularity",
      True, FACTS),
     ({_A + "strategy": "megatron"}, "train.backend", "megatron", _A + "strategy", True, FACTS),
+    ({_M + "override_transformer_config.moe_token_dispatcher_type": "alltoall"},
+     "train.moe_dispatcher", "alltoall",
+     _M + "override_transformer_config.moe_token_dispatcher_type", True, FACTS),
+    ({_M + "override_transformer_config.moe_token_dispatcher_type": "flex",
+      _M + "override_transformer_config.moe_enable_deepep": True},
+     "train.moe_dispatcher", "deepep",
+     _M + "override_transformer_config.moe_token_dispatcher_type", True, FACTS),
 ]
 
 
@@ -910,3 +917,25 @@ def test_set_completes_a_yaml_config(tmp_path: Path) -> None:
     path = _yaml(tmp_path, {k: v for k, v in BASE.items() if k != _R + "name"})
     imp = import_verl(path, FACTS, parse_sets([f"{_R}name=sglang"]))
     assert imp.sections["rollout"].startswith(f"{_R}name (--set {_R}name=sglang): sglang")
+
+
+_DISPATCH = _M + "override_transformer_config.moe_token_dispatcher_type"
+
+
+@pytest.mark.parametrize(("keys", "message"), [
+    ({_DISPATCH: "flex"}, "flex needs moe_enable_deepep"),
+    ({_DISPATCH: "flex", _M + "override_transformer_config.moe_enable_deepep": False},
+     "flex needs moe_enable_deepep"),
+    ({_DISPATCH: "allgather"}, "use alltoall or flex"),
+])
+def test_dispatchers_rlsim_does_not_price_are_refused(tmp_path: Path, keys: dict[str, Any],
+                                                      message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        import_verl(_yaml(tmp_path, {**BASE, **keys}, megatron=True), FACTS)
+
+
+def test_hybridep_backend_reads_as_deepep(tmp_path: Path) -> None:
+    keys = {**BASE, _DISPATCH: "flex",
+            _M + "override_transformer_config.moe_flex_dispatcher_backend": "hybridep"}
+    imp = import_verl(_yaml(tmp_path, keys, megatron=True), FACTS)
+    assert imp.scenario["train"]["moe_dispatcher"] == "deepep"
