@@ -216,7 +216,8 @@ class TrainConfig(Frozen):
     gpus: int | None = Field(
         default=None, gt=0, description="GPUs of the pool used for training; default as rollout."
     )
-    tp: int = Field(default=1, gt=0, description="Tensor-parallel degree.")
+    tp: int = Field(default=1, gt=0, description="Tensor-parallel degree (megatron; fsdp2: "
+                    "DTensor TP, NeMo-RL dtensor_cfg.tensor_parallel_size).")
     pp: int = Field(default=1, gt=0, description="Pipeline-parallel degree.")
     cp: int = Field(default=1, gt=0, description="Context-parallel degree.")
     recompute_activations: bool = Field(
@@ -242,7 +243,8 @@ class TrainConfig(Frozen):
         default="megatron",
         description="Training framework backend whose constants price the step per kernel "
         "(veRL: actor_rollout_ref.actor.strategy): megatron (TP/PP/CP/EP, distributed "
-        "optimizer), fsdp or fsdp2 (ZeRO-3, tp = pp = 1, cp is Ulysses sequence parallelism); "
+        "optimizer), fsdp or fsdp2 (ZeRO-3, pp = 1, cp is Ulysses sequence parallelism; tp = 1 "
+        "for fsdp, DTensor TP for fsdp2); "
         "profile: the pool profile's whole-step train_mfu / forward_mfu, for a trainer "
         "calibrated end to end. Setting `mfu` also prices by MFU.")
     recompute: Literal["none", "selective", "full"] | None = Field(
@@ -341,11 +343,17 @@ class TrainConfig(Frozen):
     @model_validator(mode="after")
     def _backend_layout(self) -> TrainConfig:
         if self.backend in ("fsdp", "fsdp2"):
-            if self.tp > 1 or self.pp > 1:
+            if self.pp > 1 or (self.tp > 1 and self.backend == "fsdp"):
+                fix = ("pp 1" if self.backend == "fsdp2"
+                       else "fsdp2 for tp (DTensor), or tp 1 and pp 1")
                 raise ValueError(
-                    f"train.tp / train.pp: backend {self.backend} has no tensor or pipeline "
-                    "parallelism; use backend megatron, or tp 1 and pp 1 (cp is its Ulysses "
-                    "sequence parallelism)")
+                    f"train.tp / train.pp: backend {self.backend} has no "
+                    f"{'pipeline' if self.backend == 'fsdp2' else 'tensor or pipeline'} "
+                    "parallelism; use backend megatron, "
+                    f"{fix} (cp is its Ulysses sequence parallelism)")
+            if self.tp > 1 and self.fsdp_size not in (None, -1):
+                raise ValueError("train.fsdp_size: with train.tp > 1 (DTensor TP) rlsim shards "
+                                 "over all data-parallel ranks; drop fsdp_size")
             if self.ep > 1:
                 raise ValueError(f"train.ep: backend {self.backend} has no expert "
                                  "parallelism; use backend megatron")

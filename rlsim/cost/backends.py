@@ -209,6 +209,10 @@ class TrainBackend:
     # Achieved share of the BF16 peak of the attention backward kernel the backend runs
     # (FLOPs counted as 2.5x the forward's); None: the profile's attention_flops_efficiency.
     attention_bwd_flops_efficiency: float | None = None
+    # Tensor parallelism through DTensor under FSDP2 (NeMo-RL dtensor_cfg.
+    # tensor_parallel_size, torchtitan): each GPU holds 1/tp of every weight and FSDP shards
+    # that over the data-parallel ranks; no pipeline or expert parallelism.
+    dtensor_tp: bool = False
 
     def __post_init__(self) -> None:
         for name in ("param_bytes", "grad_bytes", "optimizer_bytes", "gather_bytes_per_param",
@@ -279,8 +283,9 @@ FSDP = TrainBackend(
 
 # FSDP2 (per-parameter sharding, DTensor) runs the same collectives in the same dtypes
 # under veRL's defaults (reshard_after_forward: true); no public measurement separates its
-# constants from FSDP's, so they are FSDP's.
-FSDP2 = replace(FSDP, name="fsdp2")
+# constants from FSDP's, so they are FSDP's. Its DTensor meshes also take tensor
+# parallelism (NeMo-RL's DTensor path, nemo_rl/models/dtensor/parallelize.py).
+FSDP2 = replace(FSDP, name="fsdp2", dtensor_tp=True)
 
 BACKENDS: dict[str, TrainBackend] = {b.name: b for b in (MEGATRON, FSDP, FSDP2)}
 

@@ -314,11 +314,15 @@ class TrainCost:
                 raise KnobError("fsdp_size", f"fsdp_size={self.shard_gpus} must divide the "
                                 f"{self.gpus} training GPUs (veRL builds a (gpus / fsdp_size, "
                                 "fsdp_size) device mesh)")
-        if not b.supports_tp_pp and (self.tp > 1 or self.pp > 1):
+        if not b.supports_tp_pp and (self.pp > 1 or (self.tp > 1 and not b.dtensor_tp)):
             raise KnobError(
                 "backend", f"backend {b.name} has no tensor or pipeline parallelism (tp={self.tp}, "
-                f"pp={self.pp}): use backend megatron, or tp 1 and pp 1 (cp is its "
-                "Ulysses sequence parallelism)")
+                f"pp={self.pp}): use backend megatron (or fsdp2 for tp), or tp 1 and pp 1 (cp "
+                "is its Ulysses sequence parallelism)")
+        if self.tp > 1 and b.dtensor_tp and self.shard_gpus != self.gpus:
+            raise KnobError("fsdp_size", f"fsdp_size={self.shard_gpus} with tp={self.tp}: "
+                            "rlsim shards a DTensor TP trainer over all its data-parallel "
+                            "ranks; drop fsdp_size")
         moe = self.model.moe
         if self.ep > 1:
             if moe is None:
@@ -667,8 +671,12 @@ class TrainCost:
             act_ffn = float(moe.experts_per_token * moe.expert_ffn + moe.shared_experts * fs)
         traffic = self.backend.elementwise_traffic if self.backend is not None else None
         if traffic is not None:
-            # Eager backends run without TP (each GPU holds whole layers for its m tokens).
-            per_token = traffic.layer_bytes_per_token(mo.hidden, mo.kv_dim, act_ffn, backward)
+            # Eager backends hold whole layers for their m tokens, except under DTensor TP
+            # (fsdp2), where the head-sized and MLP-sized activations split over TP and the
+            # hidden-sized ones (norms, residual) stay whole (no sequence parallelism).
+            kv_dim = mo.kv_dim if tp == 1 else mo.kv_dim / tp
+            ffn = act_ffn if tp == 1 else act_ffn / tp
+            per_token = traffic.layer_bytes_per_token(mo.hidden, kv_dim, ffn, backward)
             kernels = traffic.bwd_kernels if backward else traffic.kernels
             launch_s = self.profile.elementwise_launch_s
             per_layer = e(m * per_token) + (kernels - 1) * launch_s
@@ -886,11 +894,14 @@ class TrainCost:
             per_param += b.reduce_bytes_per_param
         # One collective per FSDP unit (layer) per direction: latency per layer.
         calls = self.model.layers * (3 if backward else 1)
-        size = self.model.params * per_param
-        g = self.shard_gpus
+        # Under DTensor TP each GPU gathers its 1/tp of the weights from the g data-parallel
+        # ranks that shard it, tp apart (the group spans g * tp GPUs).
+        tp = self.tp
+        size = self.model.params / tp * per_param
+        g = self.shard_gpus // tp
         total = 0.0 if g <= 1 else calls * self.profile.allreduce_latency_s + (g - 1) / g * (
-            size / self.group_bw(g))
-        replicas = self.gpus // g
+            size / self.group_bw(g * tp))
+        replicas = self.gpus // self.shard_gpus
         if backward and replicas > 1:
             # A ring all-reduce of this GPU's 1/g of the gradients over the replicas, whose
             # ranks are g apart (the group spans all the trainer's GPUs): 2 (r-1)/r bytes,

@@ -21,6 +21,7 @@ from rlsim.cost import builtin_profile
 from rlsim.cost.backends import (
     BACKENDS,
     FSDP,
+    FSDP2,
     HF_LLAMA_HOST_OPS,
     MEGATRON,
     HostOps,
@@ -680,3 +681,32 @@ def test_scenario_dispatcher_reaches_the_trainer() -> None:
     sc["train"]["moe_dispatcher"] = "allgather"
     with pytest.raises(ScenarioError, match="moe_dispatcher"):
         scenario_from_dict(sc)
+
+
+def test_dtensor_tp_under_fsdp2() -> None:
+    # NeMo-RL's DTensor path: each GPU holds 1/tp of every weight and FSDP shards that over
+    # the gpus/tp data-parallel ranks, tp apart. Memory per GPU is FSDP's (params / gpus);
+    # each micro-batch gathers 1/tp of the weights over those ranks, and the layers add TP's
+    # activation all-reduces.
+    llama = lookup_model("llama-3.1-70b")
+    tp8 = cost(gpus=64, tp=8, backend=FSDP2, model=llama)
+    tp1 = cost(gpus=64, tp=1, backend=FSDP2, model=llama)
+    assert tp8.state_bytes_per_gpu() == pytest.approx(tp1.state_bytes_per_gpu(), rel=1e-12)
+    g, per = 8, FSDP2.gather_bytes_per_param
+    want = llama.layers * LAT + (g - 1) / g * llama.params / 8 * per / NET_BW  # spans nodes
+    assert tp8._fsdp_comm_s(False) == pytest.approx(want, rel=1e-12)
+    assert tp8._fsdp_comm_s(False) < tp1._fsdp_comm_s(False)
+    assert tp8.tp_comm_s(4096) > 0.0 and tp1.tp_comm_s(4096) == 0.0
+    # TP 1 is FSDP's arithmetic, unchanged.
+    g1 = 64
+    want1 = llama.layers * LAT + (g1 - 1) / g1 * llama.params * per / NET_BW
+    assert tp1._fsdp_comm_s(False) == pytest.approx(want1, rel=1e-12)
+    with pytest.raises(ValueError, match="no tensor or pipeline"):
+        cost(gpus=64, tp=8, pp=2, backend=FSDP2, model=llama)
+    with pytest.raises(ValueError, match="fsdp_size"):
+        cost(gpus=64, tp=8, backend=FSDP2, model=llama, fsdp_size=16)
+    assert TrainConfig(pool="p", backend="fsdp2", tp=8).tp == 8
+    with pytest.raises(ValidationError, match=r"train\.fsdp_size"):
+        TrainConfig(pool="p", backend="fsdp2", tp=8, fsdp_size=16)
+    with pytest.raises(ValidationError, match=r"no pipeline"):
+        TrainConfig(pool="p", backend="fsdp2", pp=2)

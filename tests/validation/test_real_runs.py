@@ -411,11 +411,18 @@ def test_summary_medians_split_by_framework_and_model_kind() -> None:
 def test_a_scenario_that_does_not_load_is_not_shipped(records) -> None:
     """make real-runs writes scenarios/real-runs/ files only for translations that pass the
     scenario schema (every shipped scenario loads); the report keeps the refusal."""
+    import dataclasses
+
     from calibration.realruns.__main__ import _loads
 
-    tp_under_fsdp2 = translate(records["nemorl-v0.3-blog-llama31-70b-base-dtensor-64xH100"])
-    assert tp_under_fsdp2.scenario is not None and not _loads(tp_under_fsdp2)
-    assert _loads(translate(records["playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100"]))
+    good = translate(records["playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100"])
+    assert good.scenario is not None and _loads(good)
+    # A layout the schema refuses (pipeline parallelism under FSDP2) is not shipped.
+    bad = dataclasses.replace(good, scenario={
+        **good.scenario, "train": {**good.scenario["train"], "backend": "fsdp2", "pp": 2}})
+    assert not _loads(bad)
+    # DTensor TP under FSDP2 loads now (it was the refused example before 2026-12-05).
+    assert _loads(translate(records["nemorl-v0.3-blog-llama31-70b-base-dtensor-64xH100"]))
     # refused later (at preparation: the weights do not fit) still ships with its refusal
     assert _loads(translate(records["nemorl-v0.6-deepseekv3-grpo-1stepoff-512xH100-fp8"]))
 
