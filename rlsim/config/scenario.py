@@ -97,11 +97,16 @@ class PoolConfig(Frozen):
     def nvlink_domain(self) -> int:
         """GPUs that reach each other over NVLink: the node, or the GPU type's NVLink domain
         where it joins several nodes (a GB200 NVL72 rack of 4-GPU trays). Host memory and
-        NICs stay per node (`node_size`)."""
+        NICs stay per node (`node_size`). Within a wider domain rlsim takes a power-of-two
+        count of whole nodes (trays of 4 in a rack of 72 -> 64), so power-of-two TP, EP and
+        engine groups, laid out on consecutive GPUs, never straddle two racks."""
         node, domain = self.node_size, self.gpu_spec.nvlink_domain_gpus
         if domain is None or domain <= node:
             return node
-        return domain // node * node  # whole nodes: 4 trays of 16 GPUs in a rack of 72 -> 64
+        nodes = 1
+        while node * nodes * 2 <= domain:
+            nodes *= 2
+        return node * nodes
 
     @property
     def price(self) -> float:

@@ -672,8 +672,9 @@ class TrainCost:
         traffic = self.backend.elementwise_traffic if self.backend is not None else None
         if traffic is not None:
             # Eager backends hold whole layers for their m tokens, except under DTensor TP
-            # (fsdp2), where the head-sized and MLP-sized activations split over TP and the
-            # hidden-sized ones (norms, residual) stay whole (no sequence parallelism).
+            # (fsdp2), where the KV-sized and MLP-sized activations split over TP. The
+            # hidden-sized term stays whole (norms and residual, no sequence parallelism);
+            # it also counts the query-sized traffic, which TP would split: an upper bound.
             kv_dim = mo.kv_dim if tp == 1 else mo.kv_dim / tp
             ffn = act_ffn if tp == 1 else act_ffn / tp
             per_token = traffic.layer_bytes_per_token(mo.hidden, kv_dim, ffn, backward)

@@ -477,14 +477,24 @@ def layout_sync_cost(train: TrainCost, engine: InferenceCost, weight_bytes: floa
     the engines' PCIe and the network rate, each times the profile's efficiency. The fixed
     costs are `framework`'s unless `constants` are given. A full-export framework
     (`nemo_rl`) gathers every full tensor on every rank (`full_export_gather_bytes_s`, PP
-    over the network when the trainer spans nodes)."""
+    over the network when the trainer spans nodes; an FSDP trainer all-gathers the whole
+    stored model over all its GPUs)."""
     if constants is None:
         constants = framework_constants(framework)
     tprof, tgpu = train.profile, train.gpu
     shards, span = _gather_layout(train, weight_bytes)
     gather_bw = train.group_bw(span)
     export_s = None
-    if constants.full_export:
+    backend = train.backend
+    if constants.full_export and backend is not None and backend.shard_params_over_dp:
+        # NeMo-RL's DTensor worker streams `tensor.full_tensor()` of every parameter
+        # (nemo_rl/models/policy/dtensor_policy_worker.py:1746 at v0.4.0): an all-gather
+        # of the whole model on every rank, in the parameters' stored dtype (fp32 under
+        # FSDP: param_bytes / 2 times the bf16 weight bytes), before the cast.
+        export_s = hierarchical_all_gather_s(
+            weight_bytes * backend.param_bytes / 2.0, train.gpus, tgpu.gpus_per_node,
+            train.nvlink_bw(), train.network_bw())
+    elif constants.full_export:
         export_s = full_export_gather_bytes_s(
             train.model, weight_bytes, train.tp, train.pp, train.ep, tgpu.gpus_per_node,
             train.gpus > tgpu.gpus_per_node, train.nvlink_bw(), train.network_bw())

@@ -1268,10 +1268,16 @@ def _dispatcher(cfg: _Config, imp: Imported, sc: str) -> None:
                             "use alltoall or flex")
     deepep, _ = cfg.get(f"{sc}.moe_enable_deepep", _to_bool, False, "")
     backend, _ = cfg.get(f"{sc}.moe_flex_dispatcher_backend", _to_str, None, "")
-    if not deepep and backend not in ("deepep", "hybridep"):
-        raise ScenarioError(f"{sc}.moe_token_dispatcher_type", "flex needs moe_enable_deepep "
-                            "true or moe_flex_dispatcher_backend deepep or hybridep")
-    imp.set("train.moe_dispatcher", "deepep", src)
+    if backend not in (None, "deepep", "hybridep"):
+        raise ScenarioError(f"{sc}.moe_flex_dispatcher_backend", f"{backend!r}: rlsim prices "
+                            "DeepEP and HybridEP; use deepep or hybridep")
+    if deepep and backend == "hybridep":
+        raise ScenarioError(f"{sc}.moe_enable_deepep", "with moe_flex_dispatcher_backend "
+                            "hybridep: Megatron-Core allows one flex backend; drop one")
+    # Bare flex runs DeepEP: Megatron-Core's moe_flex_dispatcher_backend defaults to deepep
+    # (megatron/core/transformer/transformer_config.py:898 at NVIDIA/Megatron-LM d98e8a6).
+    imp.set("train.moe_dispatcher", "deepep", src if deepep or backend else
+            f"{src} (moe_flex_dispatcher_backend: Megatron-Core's default deepep)")
 
 
 def _batch_prompts(cfg: _Config) -> int:

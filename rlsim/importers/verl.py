@@ -1066,11 +1066,18 @@ class _Builder:
             raise v.error(f"{v.value!r}: rlsim prices Megatron's alltoall dispatcher and "
                           "flex with DeepEP or HybridEP; use alltoall or flex")
         on = [c(k) for k in (deepep, flex_backend) if c.has(k)]
-        if not any((x.key == deepep and _flag(x)) or x.value in ("deepep", "hybridep")
-                   for x in on):
-            raise v.error("flex needs moe_enable_deepep true or moe_flex_dispatcher_backend "
-                          "deepep or hybridep in override_transformer_config")
-        self.set("train.moe_dispatcher", "deepep", v, also=tuple(on))
+        backend = next((x.value for x in on if x.key == flex_backend), None)
+        if backend not in (None, "deepep", "hybridep"):
+            raise v.error(f"flex with moe_flex_dispatcher_backend {backend!r}: rlsim prices "
+                          "DeepEP and HybridEP; use deepep or hybridep")
+        if backend == "hybridep" and any(x.key == deepep and _flag(x) for x in on):
+            raise v.error("moe_enable_deepep with moe_flex_dispatcher_backend hybridep: "
+                          "Megatron-Core allows one flex backend; drop one")
+        # Bare flex runs DeepEP: Megatron-Core's moe_flex_dispatcher_backend defaults to
+        # deepep (megatron/core/transformer/transformer_config.py:898 at NVIDIA/Megatron-LM
+        # d98e8a6).
+        why = "" if on else " (moe_flex_dispatcher_backend: Megatron-Core's default deepep)"
+        self.set("train.moe_dispatcher", "deepep", v, why, also=tuple(on))
 
     def _passes(self) -> None:
         """The forward passes and the critic: reference (KL), old log-probs, values."""

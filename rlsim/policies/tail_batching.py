@@ -198,7 +198,9 @@ class _Planner:
         self.quiet = self.quiet + 1 if preemptions == 0 else 0
         target = self.tp
         if prev is not None and preemptions > 0 and preemptions > self.jump * prev:
-            if 2 * self.tp <= min(self.node, self.gpus) and self._runs_at(2 * self.tp):
+            # Doubled engines must tile the rollout GPUs (none left idle) inside a domain.
+            if (2 * self.tp <= min(self.node, self.gpus) and self.gpus % (2 * self.tp) == 0
+                    and self._runs_at(2 * self.tp)):
                 target = 2 * self.tp
         elif self.quiet >= self.calm and self.tp > self.base_tp:
             target = self.tp // 2

@@ -26,10 +26,14 @@ def test_domain_is_the_node_without_a_wider_domain() -> None:
 
 def test_gb200_trays_share_the_rack() -> None:
     trays = _pool("GB200", 4, 4)
-    assert trays.node_size == 4 and trays.nvlink_domain == 72
-    assert node_gpu(trays).gpus_per_node == 72
-    # Whole nodes only: trays of 16 fill 64 of the rack's 72 GPUs.
+    # A power-of-two count of whole trays inside the rack's 72 GPUs: 16 trays, 64 GPUs, so
+    # power-of-two groups on consecutive GPUs never straddle two racks.
+    assert trays.node_size == 4 and trays.nvlink_domain == 64
+    assert node_gpu(trays).gpus_per_node == 64
     assert _pool("GB200", 2, 16).nvlink_domain == 64
+    assert _pool("GB200", 2, 36).nvlink_domain == 72
+    # The rack as one node (the catalogue's default) is its own domain.
+    assert _pool("GB200", 2, 72).nvlink_domain == 72
     # A node larger than the domain is the user's statement, kept.
     assert _pool("GB200", 1, 144).nvlink_domain == 144
 
@@ -55,6 +59,13 @@ def test_ep_over_gb200_trays_runs_at_nvlink_speed() -> None:
     spec = lookup_gpu("GB200").model_dump()
     spec.update(name="GB200-no-nvl72", nvlink_domain_gpus=None)
     assert _train_s(_moe_sc(spec, 4, 4)) > 1.5 * trays
+
+
+def test_engines_larger_than_the_rack_span_whole_domains() -> None:
+    # 32 trays (128 GPUs): an engine of tp 8 x pp 16 covers two 64-GPU domains whole.
+    sc = tiny(rollout__tp=8, rollout__pp=16, train__tp=8)
+    sc["pools"][0].update(gpu="GB200", nodes=32, gpus_per_node=4)
+    resolve_placement(scenario_from_dict(sc)[0])
 
 
 def test_tp_across_trays_is_placed_inside_the_rack() -> None:

@@ -467,3 +467,31 @@ def test_nemo_rl_colocated_switch_moves_the_state_at_its_measured_copy_rates() -
                             for sp in back)
         slower = train.reload_s() > 1.5 * train.resident_state_bytes_per_gpu() / link
         assert slower is (framework == "nemo_rl")
+
+
+def test_nemo_rl_dtensor_export_all_gathers_the_stored_model():
+    # NeMo-RL's DTensor worker streams full_tensor() of every parameter: the whole model in
+    # its stored dtype (fp32 under FSDP) lands on every rank; Megatron's export is TP/PP/EP.
+    from rlsim.config.hardware import lookup_gpu
+    from rlsim.cost.backends import FSDP2, MEGATRON
+    from rlsim.cost.inference import InferenceCost
+    from rlsim.cost.profile import builtin_profile
+    from rlsim.cost.training import TrainCost
+    from rlsim.cost.weightsync import layout_sync_cost
+
+    gpu = lookup_gpu("H100")
+    prof = builtin_profile(gpu)
+    llama = lookup_model("llama-3.1-8b")
+    engine = InferenceCost(llama, gpu, 1, prof)
+    w = llama.params * 2.0
+    c = FRAMEWORK_CONSTANTS["nemo_rl"]
+    fsdp = TrainCost(llama, gpu, 16, 1, 1, 1, prof, backend=FSDP2)
+    k = layout_sync_cost(fsdp, engine, w, "bucketed", constants=c, colocated=True)
+    export = hierarchical_all_gather_s(w * FSDP2.param_bytes / 2, 16, 8, fsdp.nvlink_bw(),
+                                       fsdp.network_bw())
+    n = tensor_count(llama)
+    assert k.gather_s == pytest.approx(export + n * prof.allreduce_latency_s
+                                       + n * c.gather_per_tensor_s, rel=1e-9)
+    mega = TrainCost(llama, gpu, 16, 1, 1, 1, prof, backend=MEGATRON)
+    km = layout_sync_cost(mega, engine, w, "bucketed", constants=c, colocated=True)
+    assert km.gather_s < k.gather_s  # data parallel only: Megatron's export gathers nothing

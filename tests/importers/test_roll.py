@@ -747,3 +747,12 @@ def test_a_query_filter_is_read_and_its_share_left_to_the_user(tmp_path: Path) -
     with pytest.raises(ScenarioError) as err:
         _import_dict(tmp_path, _with(RLVR_BASE, {"generate_opt_level": 2}))
     assert err.value.field == "generate_opt_level"
+
+
+def test_bare_flex_dispatcher_is_megatron_default_deepep(tmp_path: Path) -> None:
+    imp = _import_dict(tmp_path, _with(RLVR_BASE, {f"{SC}.moe_token_dispatcher_type": "flex"}))
+    assert imp.scenario["train"]["moe_dispatcher"] == "deepep"
+    assert "default deepep" in imp.sources["train.moe_dispatcher"]
+    with pytest.raises(ScenarioError, match="use deepep or hybridep"):
+        _import_dict(tmp_path, _with(RLVR_BASE, {f"{SC}.moe_token_dispatcher_type": "flex",
+                                                 f"{SC}.moe_flex_dispatcher_backend": "ncclep"}))

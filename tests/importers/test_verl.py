@@ -923,9 +923,11 @@ _DISPATCH = _M + "override_transformer_config.moe_token_dispatcher_type"
 
 
 @pytest.mark.parametrize(("keys", "message"), [
-    ({_DISPATCH: "flex"}, "flex needs moe_enable_deepep"),
-    ({_DISPATCH: "flex", _M + "override_transformer_config.moe_enable_deepep": False},
-     "flex needs moe_enable_deepep"),
+    ({_DISPATCH: "flex", _M + "override_transformer_config.moe_flex_dispatcher_backend":
+      "ncclep"}, "use deepep or hybridep"),
+    ({_DISPATCH: "flex", _M + "override_transformer_config.moe_enable_deepep": True,
+      _M + "override_transformer_config.moe_flex_dispatcher_backend": "hybridep"},
+     "one flex backend"),
     ({_DISPATCH: "allgather"}, "use alltoall or flex"),
 ])
 def test_dispatchers_rlsim_does_not_price_are_refused(tmp_path: Path, keys: dict[str, Any],
@@ -939,3 +941,9 @@ def test_hybridep_backend_reads_as_deepep(tmp_path: Path) -> None:
             _M + "override_transformer_config.moe_flex_dispatcher_backend": "hybridep"}
     imp = import_verl(_yaml(tmp_path, keys, megatron=True), FACTS)
     assert imp.scenario["train"]["moe_dispatcher"] == "deepep"
+
+
+def test_bare_flex_is_megatron_default_deepep(tmp_path: Path) -> None:
+    imp = import_verl(_yaml(tmp_path, {**BASE, _DISPATCH: "flex"}, megatron=True), FACTS)
+    assert imp.scenario["train"]["moe_dispatcher"] == "deepep"
+    assert "default deepep" in imp.sources["train.moe_dispatcher"]
