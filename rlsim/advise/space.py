@@ -263,7 +263,9 @@ def build_space(data: dict[str, Any], scenario: Scenario, base_dir: Path, source
     # Rollout GPUs of a split: eighths of the job from a quarter to three quarters.
     step = max(1, total // 8)
     splits = tuple(sorted({k for k in range(step, total, step) if total / 4 <= k <= 3 * total / 4}))
-    tps = tuple(t for t in (1, 2, 4, 8, 16) if t <= max(node, 8) and t <= total)
+    # TP inside one NVLink domain (a node, or a GB200 rack of trays).
+    domain = pools[0].nvlink_domain
+    tps = tuple(t for t in (1, 2, 4, 8, 16) if t <= max(domain, 8) and t <= total)
     # Cover the longest cycle twice after the warm-up (two steps at least, one_off's, so that
     # the steps do not depend on which policies are compared).
     cycle = max([2, *(longest_cycle(scenario, name) for name in names)])

@@ -246,3 +246,13 @@ def test_changes_name_the_fields_to_change_and_nothing_else() -> None:
         "rollout.gpus: null -> 8",
         "train.gpus: null -> 8",
     ]  # extra_per_group stays at its default 0; steps is advise's, not a change
+
+
+def test_tp_choices_follow_the_nvlink_domain(tmp_path: Path) -> None:
+    # GB200 trays of 4 share the rack's NVLink: TP up to 16 is on the table; HGX nodes of
+    # 8 H100 keep TP inside the node.
+    trays = _job(tmp_path, pools=[{"name": "cluster", "gpu": "GB200", "nodes": 8,
+                                   "gpus_per_node": 4}])
+    assert 16 in _space(trays).tps
+    hgx = _job(tmp_path, pools=[{"name": "cluster", "gpu": "H100", "nodes": 4}])
+    assert max(_space(hgx).tps) == 8
