@@ -152,6 +152,31 @@ def resolve_gpu(name: str, key: str) -> str:
                         + ", ".join(sorted(GPUS)))
 
 
+# Megatron-Core's moe_flex_dispatcher_backend defaults to deepep
+# (megatron/core/transformer/transformer_config.py:898 at NVIDIA/Megatron-LM d98e8a6).
+FLEX_DEFAULT = " (moe_flex_dispatcher_backend: Megatron-Core's default deepep)"
+
+
+def moe_dispatcher(kind: Any, deepep: bool, backend: Any) -> str:
+    """rlsim's train.moe_dispatcher for Megatron's moe_token_dispatcher_type `kind`, with
+    moe_enable_deepep and moe_flex_dispatcher_backend (None: unset): alltoall, or flex with
+    DeepEP or HybridEP (bare flex: Megatron-Core's default DeepEP) as deepep. ValueError
+    (one line, the fix; its second argument names the key at fault: "kind", "backend" or
+    "deepep") for a dispatcher rlsim does not price or a pair Megatron refuses."""
+    if kind == "alltoall":
+        return "alltoall"
+    if kind != "flex":
+        raise ValueError(f"{kind!r}: rlsim prices Megatron's alltoall dispatcher and flex "
+                         "with DeepEP or HybridEP; use alltoall or flex", "kind")
+    if backend not in (None, "deepep", "hybridep"):
+        raise ValueError(f"flex with moe_flex_dispatcher_backend {backend!r}: rlsim prices "
+                         "DeepEP and HybridEP; use deepep or hybridep", "backend")
+    if deepep and backend == "hybridep":
+        raise ValueError("moe_enable_deepep with moe_flex_dispatcher_backend hybridep: "
+                         "Megatron-Core allows one flex backend; drop one", "deepep")
+    return "deepep"
+
+
 def need(value: Any, flag: str, what: str) -> Any:
     """`value`, or a ScenarioError naming the flag that supplies it."""
     if value is None:

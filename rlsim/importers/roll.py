@@ -55,8 +55,10 @@ import yaml
 from rlsim.config.errors import ScenarioError
 from rlsim.importers.base import (
     FILTERED_SHARE_UNKNOWN,
+    FLEX_DEFAULT,
     Facts,
     Imported,
+    moe_dispatcher,
     need,
     resolve_gpu,
     resolve_model,
@@ -1259,25 +1261,16 @@ def _dispatcher(cfg: _Config, imp: Imported, sc: str) -> None:
     """Megatron's expert dispatcher as strategy_config names it: alltoall, or flex with
     DeepEP or HybridEP (rlsim's deepep)."""
     kind, src = cfg.get(f"{sc}.moe_token_dispatcher_type", _to_str, None, "")
-    if kind == "alltoall":
-        imp.set("train.moe_dispatcher", "alltoall", src)
-        return
-    if kind != "flex":
-        raise ScenarioError(f"{sc}.moe_token_dispatcher_type", f"{kind!r}: rlsim prices "
-                            "Megatron's alltoall dispatcher and flex with DeepEP or HybridEP; "
-                            "use alltoall or flex")
     deepep, _ = cfg.get(f"{sc}.moe_enable_deepep", _to_bool, False, "")
     backend, _ = cfg.get(f"{sc}.moe_flex_dispatcher_backend", _to_str, None, "")
-    if backend not in (None, "deepep", "hybridep"):
-        raise ScenarioError(f"{sc}.moe_flex_dispatcher_backend", f"{backend!r}: rlsim prices "
-                            "DeepEP and HybridEP; use deepep or hybridep")
-    if deepep and backend == "hybridep":
-        raise ScenarioError(f"{sc}.moe_enable_deepep", "with moe_flex_dispatcher_backend "
-                            "hybridep: Megatron-Core allows one flex backend; drop one")
-    # Bare flex runs DeepEP: Megatron-Core's moe_flex_dispatcher_backend defaults to deepep
-    # (megatron/core/transformer/transformer_config.py:898 at NVIDIA/Megatron-LM d98e8a6).
-    imp.set("train.moe_dispatcher", "deepep", src if deepep or backend else
-            f"{src} (moe_flex_dispatcher_backend: Megatron-Core's default deepep)")
+    try:
+        value = moe_dispatcher(kind, deepep, backend)
+    except ValueError as err:
+        key = {"kind": "moe_token_dispatcher_type", "backend": "moe_flex_dispatcher_backend",
+               "deepep": "moe_enable_deepep"}[err.args[1]]
+        raise ScenarioError(f"{sc}.{key}", err.args[0]) from None
+    bare = value == "deepep" and not deepep and backend is None
+    imp.set("train.moe_dispatcher", value, src + FLEX_DEFAULT if bare else src)
 
 
 def _batch_prompts(cfg: _Config) -> int:

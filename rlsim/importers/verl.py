@@ -40,8 +40,10 @@ from rlsim.config.errors import ScenarioError
 from rlsim.config.hardware import MODELS
 from rlsim.importers.base import (
     FILTERED_SHARE_UNKNOWN,
+    FLEX_DEFAULT,
     Facts,
     Imported,
+    moe_dispatcher,
     need,
     resolve_gpu,
     resolve_model,
@@ -1059,25 +1061,15 @@ class _Builder:
                     c.note(k, "no moe_token_dispatcher_type flex: veRL's alltoall stands")
             return
         v = c(kind)
-        if v.value == "alltoall":
-            self.set("train.moe_dispatcher", "alltoall", v)
-            return
-        if v.value != "flex":
-            raise v.error(f"{v.value!r}: rlsim prices Megatron's alltoall dispatcher and "
-                          "flex with DeepEP or HybridEP; use alltoall or flex")
-        on = [c(k) for k in (deepep, flex_backend) if c.has(k)]
-        backend = next((x.value for x in on if x.key == flex_backend), None)
-        if backend not in (None, "deepep", "hybridep"):
-            raise v.error(f"flex with moe_flex_dispatcher_backend {backend!r}: rlsim prices "
-                          "DeepEP and HybridEP; use deepep or hybridep")
-        if backend == "hybridep" and any(x.key == deepep and _flag(x) for x in on):
-            raise v.error("moe_enable_deepep with moe_flex_dispatcher_backend hybridep: "
-                          "Megatron-Core allows one flex backend; drop one")
-        # Bare flex runs DeepEP: Megatron-Core's moe_flex_dispatcher_backend defaults to
-        # deepep (megatron/core/transformer/transformer_config.py:898 at NVIDIA/Megatron-LM
-        # d98e8a6).
-        why = "" if on else " (moe_flex_dispatcher_backend: Megatron-Core's default deepep)"
-        self.set("train.moe_dispatcher", "deepep", v, why, also=tuple(on))
+        on = [c(k) for k in (deepep, flex_backend) if c.has(k)] if v.value == "flex" else []
+        try:
+            value = moe_dispatcher(
+                v.value, any(x.key == deepep and _flag(x) for x in on),
+                next((x.value for x in on if x.key == flex_backend), None))
+        except ValueError as err:
+            raise v.error(err.args[0]) from None
+        why = FLEX_DEFAULT if value == "deepep" and not on else ""
+        self.set("train.moe_dispatcher", value, v, why, also=tuple(on))
 
     def _passes(self) -> None:
         """The forward passes and the critic: reference (KL), old log-probs, values."""

@@ -11,6 +11,7 @@ import yaml
 from rlsim.config.errors import ScenarioError
 from rlsim.importers.base import (
     Imported,
+    moe_dispatcher,
     need,
     resolve_gpu,
     resolve_model,
@@ -67,3 +68,28 @@ def test_write_atomic_leaves_no_partial_file(tmp_path: Path) -> None:
     write_atomic(target, "a: 1\n")
     assert target.read_text() == "a: 1\n"
     assert not list(target.parent.glob("*.tmp"))
+
+
+@pytest.mark.parametrize(("kind", "deepep", "backend", "want"), [
+    ("alltoall", False, None, "alltoall"),
+    ("flex", False, None, "deepep"),  # Megatron-Core's default flex backend
+    ("flex", True, None, "deepep"),
+    ("flex", False, "hybridep", "deepep"),
+])
+def test_moe_dispatcher_names(kind: str, deepep: bool, backend: str | None,
+                              want: str) -> None:
+    assert moe_dispatcher(kind, deepep, backend) == want
+
+
+@pytest.mark.parametrize(("kind", "deepep", "backend", "fault"), [
+    ("allgather", False, None, "kind"),
+    ("flex", False, "ncclep", "backend"),
+    ("flex", True, "hybridep", "deepep"),
+])
+def test_moe_dispatcher_refusals_name_the_key(kind: str, deepep: bool, backend: str | None,
+                                              fault: str) -> None:
+    with pytest.raises(ValueError) as err:
+        moe_dispatcher(kind, deepep, backend)
+    message = err.value.args[0]
+    assert err.value.args[1] == fault and "\n" not in message
+    assert "use " in message or "drop one" in message  # the fix, in the one line
