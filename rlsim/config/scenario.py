@@ -322,6 +322,19 @@ class TrainConfig(Frozen):
     optimizer_offload: bool = Field(
         default=False, description="Optimizer state offloaded around each train pass (veRL "
         "optimizer_offload).")
+    optimizer_offload_fraction: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Megatron's hybrid CPU optimizer (Megatron-Core optimizer_cpu_offload "
+        "with optimizer_offload_fraction; veRL actor.optim.override_optimizer_config, ROLL "
+        "strategy_config): this share of each GPU's optimizer state (fp32 master weights, "
+        "Adam m and v) lives in host memory and is stepped by the CPU, its fp32 gradients "
+        "copied down and parameters back; the GPU keeps and steps the rest. 0: Adam on the "
+        "GPU. Megatron only.")
+    overlap_cpu_optimizer_d2h_h2d: bool = Field(
+        default=False,
+        description="With optimizer_offload_fraction > 0: the gradient and parameter copies "
+        "run beside the CPU step (Megatron-Core overlap_cpu_optimizer_d2h_h2d; its default is "
+        "false: copies, then the step, then copies).")
     ep: int = Field(
         default=1, gt=0, description="Expert-parallel degree of an MoE model (veRL "
         "megatron.expert_model_parallel_size); megatron only.")
@@ -370,6 +383,11 @@ class TrainConfig(Frozen):
                 raise ValueError(f"train.fsdp_size: shards an FSDP trainer; backend "
                                  f"{self.backend} has its own sharding: drop fsdp_size or use "
                                  "backend fsdp2")
+        if self.optimizer_offload_fraction > 0 and self.backend != "megatron":
+            raise ValueError(
+                f"train.optimizer_offload_fraction: the hybrid CPU optimizer is Megatron's; "
+                f"backend {self.backend} has none: use backend megatron, or 0 "
+                "(train.optimizer_offload moves an FSDP optimizer's state around each pass)")
         if self.pad_to_multiple_of is not None and self.micro_batch_size_per_gpu is None:
             raise ValueError("train.pad_to_multiple_of: pads fixed micro-batches; set "
                              "train.micro_batch_size_per_gpu too, or drop it")

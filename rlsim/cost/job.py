@@ -185,7 +185,8 @@ def cost_models(scenario: Scenario, placement: Placement | None = None) -> CostM
         train_cost = TrainCost.from_config(
             model, node_gpu(tpool), place.train_gpus, scenario.train, profiles[tpool.name],
             scenario.framework,
-            (constants.optimizer_copy_bytes_per_s, constants.buffer_copy_bytes_per_s))
+            (constants.optimizer_copy_bytes_per_s, constants.buffer_copy_bytes_per_s),
+            host_gpus=tpool.node_size)
     except KnobError as e:
         raise ScenarioError(f"train.{e.knob}", str(e)) from None
     except ValueError as e:

@@ -396,6 +396,27 @@ class Profile(BaseModel):
         default=30.0, gt=0,
         description="HBM traffic of one Adam update per parameter (reads + writes), bytes.",
     )
+    cpu_adam_params_per_s: float = Field(
+        default=0.64e9, gt=0,
+        description=(
+            "Parameters per second one training process updates with the CPU AdamW of "
+            "Megatron's hybrid CPU optimizer (train.optimizer_offload_fraction) when it has "
+            "the host to itself, fp32 gradients copied down and parameters back included: "
+            "NVIDIA-NeMo/RL PR 3628, one H100, Qwen3-0.6B (0.596 B parameters), step "
+            "0.752 s -> 1.678 s at 100% offload with overlap (docs/cost-model.md section 3, "
+            "'Hybrid CPU optimizer')."
+        ),
+    )
+    cpu_adam_node_params_per_s: float = Field(
+        default=1.14e9, gt=0,
+        description=(
+            "Parameters per second one host's CPUs update in all when every training "
+            "process on the node runs its CPU AdamW step at once (they share the host's "
+            "cores and memory bandwidth): ISEEKYAN/Megatron-LM issue 188, veRL on 2 nodes x 8 "
+            "GPUs, Qwen3.5-35B-A3B, Megatron distributed optimizer fully offloaded, 15.5 s "
+            "per step for about 2.2 B parameters per process."
+        ),
+    )
 
     # --- provenance (last: long) ---
     measurements: list[dict[str, Any]] = Field(

@@ -122,6 +122,12 @@ class TrainBatching:
     ep: int = 1  # expert-parallel degree (MoE)
     moe_dispatcher: str = "alltoall"  # "alltoall": k copies per token; "deepep": deduplicated
     fsdp_size: int | None = None  # FSDP shard group (HSDP, veRL fsdp_size); None: all GPUs
+    # Megatron's hybrid CPU optimizer: the share of this GPU's optimizer state kept in host
+    # memory and stepped by the CPU (optimizer_cpu_offload with optimizer_offload_fraction),
+    # and whether its gradient and parameter copies overlap that step
+    # (overlap_cpu_optimizer_d2h_h2d).
+    optimizer_offload_fraction: float = 0.0
+    overlap_cpu_optimizer_d2h_h2d: bool = False
 
     def __post_init__(self) -> None:
         for name in ("ppo_mini_batch_size", "micro_batch_size", "max_tokens",
@@ -136,6 +142,9 @@ class TrainBatching:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if not 0.0 <= self.optimizer_offload_fraction <= 1.0:
+            raise ValueError("optimizer_offload_fraction must be in [0, 1], got "
+                             f"{self.optimizer_offload_fraction}")
         if self.moe_dispatcher not in ("alltoall", "deepep"):
             raise ValueError("moe_dispatcher must be alltoall or deepep, got "
                              f"{self.moe_dispatcher!r}")
@@ -180,7 +189,10 @@ class TrainCost:
         speed: float = 1.0,
         micro_batch_overhead_s: float | None = None,
         host_copy_bytes_per_s: tuple[float | None, float | None] = (None, None),
+        host_gpus: int | None = None,
     ) -> None:
+        if host_gpus is not None and host_gpus < 1:
+            raise ValueError(f"host_gpus must be >= 1, got {host_gpus}")
         for rate in host_copy_bytes_per_s:
             if rate is not None and not rate > 0:
                 raise ValueError(f"host_copy_bytes_per_s must be > 0, got {rate}")
@@ -227,6 +239,9 @@ class TrainCost:
         # then parameter and gradient buffers), when they run below the link (NeMo-RL's
         # copies into pageable memory); None: the link.
         self.host_copy_bytes_per_s = host_copy_bytes_per_s
+        # GPUs that share one host's CPUs and memory (the pool's node; a GB200 tray, not
+        # its NVLink domain); None: the GPU's node.
+        self.host_gpus = gpu.gpus_per_node if host_gpus is None else host_gpus
         self.micro_batch_overhead_s = (
             micro_batch_overhead_s if micro_batch_overhead_s is not None
             else backend.micro_batch_overhead_s if backend is not None else 0.0)
@@ -258,14 +273,15 @@ class TrainCost:
     @classmethod
     def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
                     profile: Profile, framework: FrameworkConfig | None = None,
-                    host_copy_bytes_per_s: tuple[float | None, float | None] = (None, None)
-                    ) -> TrainCost:
+                    host_copy_bytes_per_s: tuple[float | None, float | None] = (None, None),
+                    host_gpus: int | None = None) -> TrainCost:
         """The trainer a scenario's `train` section describes: per kernel with its backend's
         constants, or by whole-step MFU when `train.mfu` is set (it replaces the profile's
         train_mfu and forward_mfu) or `train.backend` is `profile`; `framework` carries the
         fitted knobs (train_speed, micro_batch_overhead), None: rlsim's own;
         `host_copy_bytes_per_s` the training framework's host-copy rates of its optimizer
-        state and of its parameter and gradient buffers (`SyncConstants`)."""
+        state and of its parameter and gradient buffers (`SyncConstants`); `host_gpus` the
+        GPUs sharing one host (None: the GPU's node)."""
         t = train
         if t.mfu is not None:
             profile = profile.model_copy(update={"train_mfu": t.mfu, "forward_mfu": t.mfu})
@@ -296,13 +312,15 @@ class TrainCost:
             ep=t.ep,
             moe_dispatcher=t.moe_dispatcher,
             fsdp_size=None if t.fsdp_size in (None, -1) else t.fsdp_size,
+            optimizer_offload_fraction=t.optimizer_offload_fraction,
+            overlap_cpu_optimizer_d2h_h2d=t.overlap_cpu_optimizer_d2h_h2d,
         )
         speed = 1.0 if framework is None else framework.train_speed
         mb_s = None if framework is None else framework.micro_batch_overhead
         return cls(model, gpu, gpus, t.tp, t.pp, t.cp, profile,
                    recompute != "none", t.micro_batch_tokens, backend=backend,
                    batching=batching, speed=speed, micro_batch_overhead_s=mb_s,
-                   host_copy_bytes_per_s=host_copy_bytes_per_s)
+                   host_copy_bytes_per_s=host_copy_bytes_per_s, host_gpus=host_gpus)
 
     def _check_backend(self, b: TrainBackend) -> None:
         if self.shard_gpus != self.gpus:
@@ -393,7 +411,8 @@ class TrainCost:
         return TrainCost(self.model, self.gpu, gpus, self.tp, self.pp, self.cp, self.profile,
                          self.recompute_activations, self.micro_batch_tokens, self.seq_tokens,
                          self.dtype_bytes, self.backend, self.batching, self.speed,
-                         self.micro_batch_overhead_s if self.backend is not None else None)
+                         self.micro_batch_overhead_s if self.backend is not None else None,
+                         self.host_copy_bytes_per_s, self.host_gpus)
 
     def grad_s(self, tokens: int, seq_tokens: float | None = None,
                lengths: Sequence[int] | None = None) -> float:
@@ -465,6 +484,9 @@ class TrainCost:
             state -= self._params_per_gpu() * b.grad_bytes
         if bt.optimizer_offload:
             state -= self._optimizer_bytes_per_gpu(b)
+        else:
+            # The hybrid CPU optimizer's share never comes to the GPU.
+            state -= bt.optimizer_offload_fraction * self._optimizer_bytes_per_gpu(b)
         return max(state, 0.0)
 
     def offload_s(self) -> float:
@@ -490,7 +512,7 @@ class TrainCost:
         b = self.backend
         if b is None or self.batching.optimizer_offload:
             return 0.0
-        return self._optimizer_bytes_per_gpu(b)
+        return (1.0 - self.batching.optimizer_offload_fraction) * self._optimizer_bytes_per_gpu(b)
 
     def _optimizer_bytes_per_gpu(self, b: TrainBackend) -> float:
         """This GPU's share of the optimizer state: sharded over the shard group (FSDP) or
@@ -516,7 +538,8 @@ class TrainCost:
         if train and bt.grad_offload:
             size += self._params_per_gpu() * b.grad_bytes
         if train and bt.optimizer_offload:
-            size += self._optimizer_bytes_per_gpu(b)
+            # What the hybrid CPU optimizer keeps on the host does not move.
+            size += (1.0 - bt.optimizer_offload_fraction) * self._optimizer_bytes_per_gpu(b)
         return 2.0 * size / (self.gpu.pcie_bandwidth * self.profile.pcie_efficiency)
 
     # ----- per-kernel path -----
@@ -576,9 +599,35 @@ class TrainCost:
         return float(self.model.moe_layers * moe.experts * self.model.expert_params)
 
     def _optimizer_s(self) -> float:
-        return (self.model.params / self.shard_gpus
-                * self.profile.train_optimizer_bytes_per_param
-                ) / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency)
+        """One optimizer step of this GPU's shard: the memory-bound Adam update on the GPU,
+        and with Megatron's hybrid CPU optimizer the offloaded share on the CPU
+        (`cpu_optimizer_s`)."""
+        params = self.model.params / self.shard_gpus
+        cpu_share = self.batching.optimizer_offload_fraction
+        gpu_s = ((1.0 - cpu_share) * params * self.profile.train_optimizer_bytes_per_param
+                 / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency))
+        if cpu_share <= 0.0:
+            return gpu_s
+        return gpu_s + self.cpu_optimizer_s(cpu_share * params)
+
+    def cpu_optimizer_s(self, params: float) -> float:
+        """Megatron's HybridDeviceOptimizer stepping `params` parameters of one GPU's shard
+        on the CPU (torch AdamW on fp32 master weights in host memory): every process of a
+        host steps at once, so each runs at min(`cpu_adam_params_per_s`,
+        `cpu_adam_node_params_per_s` / processes on the host); the fp32 gradients go down
+        and the fp32 parameters come back over the host link, 8 bytes a parameter, before
+        and after that step, or beside it with `overlap_cpu_optimizer_d2h_h2d` (then the
+        longer of the two)."""
+        if params <= 0.0:
+            return 0.0
+        p = self.profile
+        processes = min(self.gpus, self.host_gpus)
+        rate = min(p.cpu_adam_params_per_s, p.cpu_adam_node_params_per_s / processes)
+        step_s = params / rate
+        copy_s = 8.0 * params / (self.gpu.pcie_bandwidth * p.pcie_efficiency)
+        if self.batching.overlap_cpu_optimizer_d2h_h2d:
+            return max(step_s, copy_s)
+        return step_s + copy_s
 
     def nvlink_bw(self) -> float:
         """One rank's effective one-way NVLink bandwidth in a ring collective."""

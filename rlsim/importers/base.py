@@ -177,6 +177,22 @@ def moe_dispatcher(kind: Any, deepep: bool, backend: Any) -> str:
     return "deepep"
 
 
+def cpu_optimizer_fraction(cpu_offload: bool, fraction: Any) -> float:
+    """rlsim's train.optimizer_offload_fraction for Megatron-Core's optimizer_cpu_offload and
+    optimizer_offload_fraction (None: unset, Megatron-Core's default 0.0): the fraction when
+    the hybrid CPU optimizer is on, 0 when it is off (Megatron-Core builds its
+    HybridDeviceOptimizer only under optimizer_cpu_offload, megatron/core/optimizer/
+    __init__.py:504 at NVIDIA/Megatron-LM d98e8a6). ValueError (one line, the fix) for a
+    fraction that is not a number in [0, 1]."""
+    if fraction is None:
+        fraction = 0.0
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not (
+            0.0 <= fraction <= 1.0):
+        raise ValueError(f"optimizer_offload_fraction {fraction!r}: a share of the optimizer "
+                         "state in [0, 1], e.g. 1.0 for all of it on the CPU")
+    return float(fraction) if cpu_offload else 0.0
+
+
 def need(value: Any, flag: str, what: str) -> Any:
     """`value`, or a ScenarioError naming the flag that supplies it."""
     if value is None:

@@ -58,6 +58,7 @@ from rlsim.importers.base import (
     FLEX_DEFAULT,
     Facts,
     Imported,
+    cpu_optimizer_fraction,
     moe_dispatcher,
     need,
     resolve_gpu,
@@ -1215,6 +1216,7 @@ def _trainer(cfg: _Config, imp: Imported, layout: _Layout, samples: tuple[int, i
         imp.set("train.recompute", RECOMPUTE.get(gran or "", "none"), gran_src)
         if cfg.has(f"{sc}.moe_token_dispatcher_type"):
             _dispatcher(cfg, imp, sc)
+        _cpu_optimizer(cfg, imp, sc)
     else:
         cp, cp_src = cfg.get("actor_train.model_args.ulysses_size", _to_pos_int, 1,
                              _default(MODEL_ARGS, "ulysses_size 1"))
@@ -1271,6 +1273,24 @@ def _dispatcher(cfg: _Config, imp: Imported, sc: str) -> None:
         raise ScenarioError(f"{sc}.{key}", err.args[0]) from None
     bare = value == "deepep" and not deepep and backend is None
     imp.set("train.moe_dispatcher", value, src + FLEX_DEFAULT if bare else src)
+
+
+def _cpu_optimizer(cfg: _Config, imp: Imported, sc: str) -> None:
+    """Megatron's hybrid CPU optimizer as ROLL's mcore_adapter hands it to Megatron-Core
+    (mcore_adapter/src/mcore_adapter/trainer/trainer.py:515-516: optimizer_cpu_offload and
+    optimizer_offload_fraction; not overlap_cpu_optimizer_d2h_h2d, so Megatron-Core's
+    default, no overlap)."""
+    keys = [f"{sc}.{k}" for k in ("optimizer_cpu_offload", "optimizer_offload_fraction")]
+    if not any(cfg.has(k) for k in keys):
+        return
+    on, _ = cfg.get(keys[0], _to_bool, False, "")
+    frac, frac_src = cfg.get(keys[1], _to_float, None, "")
+    try:
+        value = cpu_optimizer_fraction(on, frac)
+    except ValueError as err:
+        raise ScenarioError(keys[1], err.args[0]) from None
+    if value > 0.0:
+        imp.set("train.optimizer_offload_fraction", value, frac_src)
 
 
 def _batch_prompts(cfg: _Config) -> int:

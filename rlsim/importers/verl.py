@@ -43,6 +43,7 @@ from rlsim.importers.base import (
     FLEX_DEFAULT,
     Facts,
     Imported,
+    cpu_optimizer_fraction,
     moe_dispatcher,
     need,
     resolve_gpu,
@@ -731,6 +732,7 @@ class _Builder:
         self._padding()
         self._recompute()
         self._dispatcher()
+        self._cpu_optimizer()
         self._passes()
         self._reward()
         self._checks()
@@ -1070,6 +1072,40 @@ class _Builder:
             raise v.error(err.args[0]) from None
         why = FLEX_DEFAULT if value == "deepep" and not on else ""
         self.set("train.moe_dispatcher", value, v, why, also=tuple(on))
+
+    def _cpu_optimizer(self) -> None:
+        """Megatron's hybrid CPU optimizer: veRL hands override_optimizer_config to
+        Megatron-Core's OptimizerConfig key by key (verl/utils/megatron/optimizer.py:54-57),
+        so optimizer_cpu_offload with optimizer_offload_fraction puts that share of the
+        optimizer on the CPU, and overlap_cpu_optimizer_d2h_h2d overlaps its copies."""
+        c, o = self.cfg, _A + "optim.override_optimizer_config."
+        keys = [o + k for k in ("optimizer_cpu_offload", "optimizer_offload_fraction",
+                                "overlap_cpu_optimizer_d2h_h2d")]
+        given = [c(k) for k in keys if c.has(k)]
+        if not given:
+            return
+        if self.backend in _FSDP:
+            for v in given:
+                c.note(v.key, "Megatron's hybrid CPU optimizer: not used by veRL's FSDP "
+                       "workers")
+            return
+        on, frac, overlap = (next((v for v in given if v.key == k), None) for k in keys)
+        try:
+            value = cpu_optimizer_fraction(on is not None and _flag(on),
+                                           None if frac is None else frac.value)
+        except ValueError as err:
+            assert frac is not None  # only a stated fraction can be out of range
+            raise frac.error(err.args[0]) from None
+        if value == 0.0 or on is None or frac is None:
+            for v in given:
+                c.note(v.key, "no share of the optimizer on the CPU (Megatron-Core needs "
+                       "optimizer_cpu_offload true and optimizer_offload_fraction > 0)")
+            return
+        self.set("train.optimizer_offload_fraction", value, frac, also=(on,))
+        if overlap is not None and _flag(overlap):
+            self.set("train.overlap_cpu_optimizer_d2h_h2d", True, overlap)
+        elif overlap is not None:
+            c.note(overlap.key, "false: Megatron-Core's default")
 
     def _passes(self) -> None:
         """The forward passes and the critic: reference (KL), old log-probs, values."""

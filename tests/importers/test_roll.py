@@ -307,6 +307,8 @@ ROUND_TRIPS: list[tuple[str, Any, str, Any, dict[str, Any]]] = [
     (f"{SC}.moe_token_dispatcher_type", "alltoall", "train.moe_dispatcher", "alltoall", {}),
     (f"{SC}.moe_token_dispatcher_type", "flex", "train.moe_dispatcher", "deepep",
      {f"{SC}.moe_enable_deepep": True}),
+    (f"{SC}.optimizer_offload_fraction", 0.5, "train.optimizer_offload_fraction", 0.5,
+     {f"{SC}.optimizer_cpu_offload": True}),
     ("actor_train.model_args.ulysses_size", 2, "train.cp", 2, FSDP2),
     ("actor_train.model_args.disable_gradient_checkpointing", True, "train.recompute", "none",
      FSDP2),
@@ -756,3 +758,16 @@ def test_bare_flex_dispatcher_is_megatron_default_deepep(tmp_path: Path) -> None
     with pytest.raises(ScenarioError, match="use deepep or hybridep"):
         _import_dict(tmp_path, _with(RLVR_BASE, {f"{SC}.moe_token_dispatcher_type": "flex",
                                                  f"{SC}.moe_flex_dispatcher_backend": "ncclep"}))
+
+
+def test_cpu_optimizer_needs_optimizer_cpu_offload(tmp_path: Path) -> None:
+    # Megatron-Core builds its hybrid optimizer only under optimizer_cpu_offload, and its
+    # default fraction is 0: either key alone puts nothing on the CPU.
+    for keys in ({f"{SC}.optimizer_offload_fraction": 1.0},
+                 {f"{SC}.optimizer_cpu_offload": True}):
+        imp = _import_dict(tmp_path, _with(RLVR_BASE, keys))
+        assert "optimizer_offload_fraction" not in imp.scenario["train"]
+    with pytest.raises(ScenarioError, match=r"in \[0, 1\]") as err:
+        _import_dict(tmp_path, _with(RLVR_BASE, {f"{SC}.optimizer_cpu_offload": True,
+                                                 f"{SC}.optimizer_offload_fraction": 2.0}))
+    assert err.value.field == f"{SC}.optimizer_offload_fraction"

@@ -947,3 +947,43 @@ def test_bare_flex_is_megatron_default_deepep(tmp_path: Path) -> None:
     imp = import_verl(_yaml(tmp_path, {**BASE, _DISPATCH: "flex"}, megatron=True), FACTS)
     assert imp.scenario["train"]["moe_dispatcher"] == "deepep"
     assert "default deepep" in imp.sources["train.moe_dispatcher"]
+
+
+_OPT = "actor_rollout_ref.actor.optim.override_optimizer_config."
+
+
+def test_megatron_cpu_optimizer_is_read(tmp_path: Path) -> None:
+    keys = {**BASE, _OPT + "optimizer_cpu_offload": True,
+            _OPT + "optimizer_offload_fraction": 0.5,
+            _OPT + "overlap_cpu_optimizer_d2h_h2d": True}
+    imp = import_verl(_yaml(tmp_path, keys, megatron=True), FACTS)
+    train = imp.scenario["train"]
+    assert train["optimizer_offload_fraction"] == 0.5
+    assert train["overlap_cpu_optimizer_d2h_h2d"] is True
+    assert imp.sources["train.optimizer_offload_fraction"].startswith(
+        _OPT + "optimizer_offload_fraction")
+
+
+@pytest.mark.parametrize("keys", [
+    {_OPT + "optimizer_offload_fraction": 1.0},  # without optimizer_cpu_offload: unused
+    {_OPT + "optimizer_cpu_offload": True},  # Megatron-Core's default fraction is 0
+    {_OPT + "optimizer_cpu_offload": False, _OPT + "optimizer_offload_fraction": 1.0},
+])
+def test_cpu_optimizer_needs_both_keys(tmp_path: Path, keys: dict[str, Any]) -> None:
+    imp = import_verl(_yaml(tmp_path, {**BASE, **keys}, megatron=True), FACTS)
+    assert "optimizer_offload_fraction" not in imp.scenario["train"]
+
+
+def test_cpu_optimizer_fraction_out_of_range_is_refused(tmp_path: Path) -> None:
+    keys = {**BASE, _OPT + "optimizer_cpu_offload": True,
+            _OPT + "optimizer_offload_fraction": 1.5}
+    with pytest.raises(ScenarioError, match=r"in \[0, 1\]") as err:
+        import_verl(_yaml(tmp_path, keys, megatron=True), FACTS)
+    assert err.value.field == _OPT + "optimizer_offload_fraction"
+
+
+def test_cpu_optimizer_keys_under_fsdp_set_nothing(tmp_path: Path) -> None:
+    keys = {**BASE, _OPT + "optimizer_cpu_offload": True,
+            _OPT + "optimizer_offload_fraction": 1.0}
+    imp = import_verl(_yaml(tmp_path, keys), FACTS)
+    assert "optimizer_offload_fraction" not in imp.scenario["train"]
