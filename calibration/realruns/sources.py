@@ -316,6 +316,22 @@ for _script in VERL_SCRIPTS.values():
 # veRL's fully_async launch scripts (verl/experimental/fully_async_policy/shell/), the
 # companions of docs/advance/fully_async.md's 7B table (16:16, 32:32, 64:64 rollout:trainer
 # GPUs); one per split, identical but for NNODES_ROLLOUT / NNODES_TRAIN (lines 64-65).
+# Megatron's hybrid CPU optimizer in veRL runs whose records state `optimizer_offload` by
+# quoting `optimizer_cpu_offload=True`: that key is Megatron-Core's CPU optimizer
+# (train.optimizer_offload_fraction), not veRL's megatron.optimizer_offload. Per record: the
+# share on the CPU, whether its copies overlap, and veRL's own optimizer_offload.
+VERL_CPU_OPTIMIZER: dict[str, dict[str, Cited]] = {
+    "verl-dpsk-doc-deepseek-v3-grpo-96xH20-megatron": {
+        "optimizer_offload_fraction": Cited(1.0, f"{VERL}docs/perf/dpsk.md:42 (96 GPUs: "
+                                                 "OFFLOAD_FRACTION 1.)"),
+        "optimizer_offload": Cited(False, f"{VERL}docs/perf/dpsk.md:42 (96 GPUs: "
+                                          "OFFLOAD_OPTIM False)"),
+        "overlap_cpu_optimizer_d2h_h2d": Cited(
+            True, "volcengine/verl@e2e4c35ecb6ede3e3fb23fafc44061bf31b54f37 "
+                  "examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh:114"),
+    },
+}
+
 _FA = "verl/experimental/fully_async_policy/shell/dapo_7b_math_fsdp2_"
 FA_RESPONSE_CAP = 1024 * 28
 

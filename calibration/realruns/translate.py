@@ -33,6 +33,7 @@ from calibration.realruns.sources import (
     VERL,
     VERL_BATCHING,
     VERL_COMMON,
+    VERL_CPU_OPTIMIZER,
     VERL_RELEASE_DEFAULTS,
     VERL_SCRIPTS,
     Cited,
@@ -381,9 +382,28 @@ def _framework_layer(b: _Builder, train: dict[str, Any], fw: str, recipe: dict[s
                 train[f] = stated[f]
         if fw == "verl" and "ppo_epochs" not in train:
             train["ppo_epochs"] = b.take("train.ppo_epochs", VERL_COMMON["ppo_epochs"], VERL)
+    _cpu_optimizer(b, train)
     if train.get("backend") in ("fsdp", "fsdp2") and "tp" not in train:
         train["tp"] = 1  # FSDP shards parameters over data-parallel ranks: no TP
     return old
+
+
+def _cpu_optimizer(b: _Builder, train: dict[str, Any]) -> None:
+    """A record whose `optimizer_offload` quotes `optimizer_cpu_offload` ran Megatron's hybrid
+    CPU optimizer: its share on the CPU and veRL's own optimizer_offload from the run's
+    cited settings (sources.VERL_CPU_OPTIMIZER); without them the stated flag stands and the
+    translation says what it misses."""
+    entry = b.rec.config.get("optimizer_offload")
+    if entry is None or "optimizer_cpu_offload" not in entry.quote:
+        return
+    cited = VERL_CPU_OPTIMIZER.get(b.rec.id)
+    if cited is None:
+        b.t.dropped.append("optimizer_cpu_offload (Megatron's hybrid CPU optimizer: its "
+                           "optimizer_offload_fraction is not cited for this record)")
+        return
+    for name in ("optimizer_offload_fraction", "optimizer_offload",
+                 "overlap_cpu_optimizer_d2h_h2d"):
+        train[name] = b.take(f"train.{name}", cited[name])
 
 
 def _engine_options(b: _Builder, fw: str, script: dict[str, Cited]) -> dict[str, Any]:
