@@ -23,5 +23,14 @@ class ScenarioError(ValueError):
         return self.line()
 
     def line(self) -> str:
+        """The error as one line: a line break inside it (a value quoted from the user's
+        file, e.g. a carriage return) is written as its escape."""
         where = f"{self.source}: " if self.source else ""
-        return f"{where}{self.field}: {self.message}" if self.field else f"{where}{self.message}"
+        text = (f"{where}{self.field}: {self.message}" if self.field
+                else f"{where}{self.message}")
+        return text.translate(_LINE_BREAKS)
+
+
+# What str.splitlines() breaks on, each as its Python escape.
+_LINE_BREAKS = {ord(c): c.encode("unicode_escape").decode("ascii")
+                for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}

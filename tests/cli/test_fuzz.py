@@ -211,3 +211,16 @@ def test_mutated_set_overrides_exit_0_or_2_with_one_line(path: str, value: Any) 
         literal = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
         literal = literal.removesuffix("...").strip()
         _check(*_main(["run", str(scenario), "--json", "--set", f"{path}={literal}"]))
+
+
+def test_a_line_break_quoted_from_the_file_stays_on_one_line(tmp_path: Path) -> None:
+    # Found by the fuzz above: a carriage return as a distribution's name, which the
+    # error quotes back (pydantic's "Input tag '\r' found ...").
+    data = tiny(steps=1)
+    data["workload"]["response_len"] = {"dist": "\r"}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code, out, err = _main(["run", str(path), "--json"])
+    assert code == 2
+    _check(code, out, err)
+    assert "'\\r'" in err
