@@ -401,6 +401,9 @@ def _cpu_optimizer(b: _Builder, train: dict[str, Any]) -> None:
         b.t.dropped.append("optimizer_cpu_offload (Megatron's hybrid CPU optimizer: its "
                            "optimizer_offload_fraction is not cited for this record)")
         return
+    # The record's own optimizer_offload entry was the CPU optimizer's switch: its line in
+    # `taken` gives way to the run's cited settings.
+    b.t.taken[:] = [x for x in b.t.taken if not x.startswith("train.optimizer_offload = ")]
     for name in ("optimizer_offload_fraction", "optimizer_offload",
                  "overlap_cpu_optimizer_d2h_h2d"):
         train[name] = b.take(f"train.{name}", cited[name])

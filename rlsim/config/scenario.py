@@ -386,8 +386,16 @@ class TrainConfig(Frozen):
         if self.optimizer_offload_fraction > 0 and self.backend != "megatron":
             raise ValueError(
                 f"train.optimizer_offload_fraction: the hybrid CPU optimizer is Megatron's; "
-                f"backend {self.backend} has none: use backend megatron, or 0 "
-                "(train.optimizer_offload moves an FSDP optimizer's state around each pass)")
+                f"backend {self.backend} has none: use backend megatron, or 0")
+        if self.optimizer_offload_fraction > 0 and self.mfu is not None:
+            raise ValueError(
+                "train.optimizer_offload_fraction: prices the Megatron trainer per kernel, "
+                "which train.mfu replaces by a whole-step MFU; drop train.mfu, or set the "
+                "fraction to 0")
+        if self.overlap_cpu_optimizer_d2h_h2d and self.optimizer_offload_fraction <= 0:
+            raise ValueError(
+                "train.overlap_cpu_optimizer_d2h_h2d: overlaps the hybrid CPU optimizer's "
+                "copies; set train.optimizer_offload_fraction above 0, or drop it")
         if self.pad_to_multiple_of is not None and self.micro_batch_size_per_gpu is None:
             raise ValueError("train.pad_to_multiple_of: pads fixed micro-batches; set "
                              "train.micro_batch_size_per_gpu too, or drop it")

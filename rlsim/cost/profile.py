@@ -401,10 +401,10 @@ class Profile(BaseModel):
         description=(
             "Parameters per second one training process updates with the CPU AdamW of "
             "Megatron's hybrid CPU optimizer (train.optimizer_offload_fraction) when it has "
-            "the host to itself, fp32 gradients copied down and parameters back included: "
+            "the host to itself (its gradient and parameter copies are priced apart): "
             "NVIDIA-NeMo/RL PR 3628, one H100, Qwen3-0.6B (0.596 B parameters), step "
-            "0.752 s -> 1.678 s at 100% offload with overlap (docs/cost-model.md section 3, "
-            "'Hybrid CPU optimizer')."
+            "0.752 s -> 1.678 s at 100% offload with the copies overlapped "
+            "(docs/cost-model.md section 3, 'Hybrid CPU optimizer')."
         ),
     )
     cpu_adam_node_params_per_s: float = Field(

@@ -608,7 +608,13 @@ class TrainCost:
                  / (self.gpu.hbm_bandwidth * self.profile.hbm_efficiency))
         if cpu_share <= 0.0:
             return gpu_s
-        return gpu_s + self.cpu_optimizer_s(cpu_share * params)
+        # The step ends when the busiest pipeline stage's shard is stepped: Megatron's
+        # distributed optimizer shards each stage's parameters (dense over tp x dp x cp,
+        # experts over ep x their data-parallel ranks), so a GPU of the stage with
+        # ceil(L/pp) layers holds params * stage_fraction * pp / gpus. (The GPU's own Adam,
+        # milliseconds, keeps the mean shard.)
+        busiest = self.model.params * self.stage_fraction * self.pp / self.gpus
+        return gpu_s + self.cpu_optimizer_s(cpu_share * busiest)
 
     def cpu_optimizer_s(self, params: float) -> float:
         """Megatron's HybridDeviceOptimizer stepping `params` parameters of one GPU's shard

@@ -459,6 +459,10 @@ REASONS: dict[str, str] = {
 }
 # Whole paths whose reason depends on where they are.
 PATH_REASONS: dict[str, str] = {
+    "actor_train.strategy_args.strategy_config.overlap_cpu_optimizer_d2h_h2d": (
+        "ROLL's mcore_adapter does not hand it to Megatron-Core (mcore_adapter/src/"
+        "mcore_adapter/trainer/trainer.py:500-517): the hybrid CPU optimizer's copies run "
+        "without overlap"),
     "reference.strategy_args": ("the reference worker's backend: rlsim runs the reference "
                                 "pass with the trainer's backend and layout"),
     "reference.model_args": "the reference model is the policy model",
@@ -1291,6 +1295,11 @@ def _cpu_optimizer(cfg: _Config, imp: Imported, sc: str) -> None:
         raise ScenarioError(keys[1], err.args[0]) from None
     if value > 0.0:
         imp.set("train.optimizer_offload_fraction", value, frac_src)
+        return
+    for key in keys:
+        if cfg.has(key):
+            imp.ignore(key, "no share of the optimizer on the CPU (Megatron-Core needs "
+                       "optimizer_cpu_offload true and optimizer_offload_fraction > 0)")
 
 
 def _batch_prompts(cfg: _Config) -> int:

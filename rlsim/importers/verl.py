@@ -417,6 +417,11 @@ _IGNORED: list[tuple[str, str]] = [
     ("dataset, tokenization and loading: rlsim draws prompt lengths (its default, or "
      "--prompt-len-median) up to data.max_prompt_length",
      "data.{custom_cls,sampler,datagen,apply_chat_template_kwargs}.*"),
+    ("the critic's update is priced with the actor's trainer settings: the hybrid CPU "
+     "optimizer of the actor's optim.override_optimizer_config "
+     "(train.optimizer_offload_fraction) applies to it too, the critic's own is not read",
+     "critic.optim.override_optimizer_config.{optimizer_cpu_offload,"
+     "optimizer_offload_fraction,overlap_cpu_optimizer_d2h_h2d}"),
     ("optimizer hyperparameters: the optimizer step's work does not depend on them",
      "*.optim.*"),
     (_LOSS, _A + "{clip_ratio,clip_ratio_low,clip_ratio_high,clip_ratio_c,tau_pos,tau_neg,"
@@ -1090,12 +1095,16 @@ class _Builder:
                        "workers")
             return
         on, frac, overlap = (next((v for v in given if v.key == k), None) for k in keys)
+        cpu_offload = on is not None and _flag(on)
+        if frac is not None:
+            _check_resolved(frac)
         try:
-            value = cpu_optimizer_fraction(on is not None and _flag(on),
-                                           None if frac is None else frac.value)
+            value = cpu_optimizer_fraction(cpu_offload, None if frac is None else frac.value)
         except ValueError as err:
             assert frac is not None  # only a stated fraction can be out of range
             raise frac.error(err.args[0]) from None
+        if overlap is not None:
+            _flag(overlap)
         if value == 0.0 or on is None or frac is None:
             for v in given:
                 c.note(v.key, "no share of the optimizer on the CPU (Megatron-Core needs "

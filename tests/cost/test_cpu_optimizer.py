@@ -104,3 +104,20 @@ def test_fraction_outside_megatron_is_refused() -> None:
     assert "use backend megatron" in str(err.value)
     with pytest.raises(ScenarioError, match="optimizer_offload_fraction"):
         scenario_from_dict(_sc(1.5))
+
+
+def test_the_busiest_pipeline_stage_sets_the_cpu_step() -> None:
+    # 28 layers over pp 8: the busiest stage holds ceil(28/8) = 4 layers, 8/7 of the mean.
+    sc = _sc(1.0, nodes=2, tp=1, pp=8)
+    cost = _cost(sc)
+    busiest = cost.model.params * (4 / 28) * 8 / 16
+    gpu_s = 0.0 * busiest  # the whole optimizer is on the CPU
+    assert _opt_s(sc) == pytest.approx(gpu_s + cost.cpu_optimizer_s(busiest), rel=1e-12)
+    assert busiest == pytest.approx(cost.model.params / 16 * 8 / 7)
+
+
+def test_mfu_and_a_lone_overlap_are_refused() -> None:
+    with pytest.raises(ScenarioError, match=r"drop train\.mfu"):
+        scenario_from_dict(_sc(0.5, mfu=0.4))
+    with pytest.raises(ScenarioError, match="overlap_cpu_optimizer_d2h_h2d"):
+        scenario_from_dict(_sc(0.0, overlap=True))

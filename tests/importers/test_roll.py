@@ -767,7 +767,17 @@ def test_cpu_optimizer_needs_optimizer_cpu_offload(tmp_path: Path) -> None:
                  {f"{SC}.optimizer_cpu_offload": True}):
         imp = _import_dict(tmp_path, _with(RLVR_BASE, keys))
         assert "optimizer_offload_fraction" not in imp.scenario["train"]
+        assert set(keys) <= {key for key, _ in imp.ignored}  # listed as not used, with why
     with pytest.raises(ScenarioError, match=r"in \[0, 1\]") as err:
         _import_dict(tmp_path, _with(RLVR_BASE, {f"{SC}.optimizer_cpu_offload": True,
                                                  f"{SC}.optimizer_offload_fraction": 2.0}))
     assert err.value.field == f"{SC}.optimizer_offload_fraction"
+
+
+def test_overlap_key_is_listed_as_not_passed_on(tmp_path: Path) -> None:
+    imp = _import_dict(tmp_path, _with(RLVR_BASE, {
+        f"{SC}.optimizer_cpu_offload": True, f"{SC}.optimizer_offload_fraction": 1.0,
+        f"{SC}.overlap_cpu_optimizer_d2h_h2d": True}))
+    assert imp.scenario["train"]["optimizer_offload_fraction"] == 1.0
+    why = dict(imp.ignored)[f"{SC}.overlap_cpu_optimizer_d2h_h2d"]
+    assert "does not hand it to Megatron-Core" in why

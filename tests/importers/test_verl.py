@@ -987,3 +987,36 @@ def test_cpu_optimizer_keys_under_fsdp_set_nothing(tmp_path: Path) -> None:
             _OPT + "optimizer_offload_fraction": 1.0}
     imp = import_verl(_yaml(tmp_path, keys), FACTS)
     assert "optimizer_offload_fraction" not in imp.scenario["train"]
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ("yes", "is not true or false"),
+    ("${UNSET_FLAG}", "is not true or false"),  # YAML keeps an unknown interpolation
+])
+def test_cpu_optimizer_switch_bad_values_name_the_switch(tmp_path: Path, value: str,
+                                                         text: str) -> None:
+    for keys in ({_OPT + "optimizer_cpu_offload": value},
+                 {_OPT + "optimizer_cpu_offload": value,
+                  _OPT + "optimizer_offload_fraction": 1.0}):
+        with pytest.raises(ScenarioError, match=text) as err:
+            import_verl(_yaml(tmp_path, {**BASE, **keys}, megatron=True), FACTS)
+        assert err.value.field == _OPT + "optimizer_cpu_offload"
+
+
+def test_unresolved_cpu_optimizer_fraction_is_refused_naming_it(tmp_path: Path) -> None:
+    keys = {**BASE, _OPT + "optimizer_cpu_offload": True,
+            _OPT + "optimizer_offload_fraction": "${UNSET_FRAC}"}
+    with pytest.raises(ScenarioError, match=r"in \[0, 1\]") as err:
+        import_verl(_yaml(tmp_path, keys, megatron=True), FACTS)
+    assert err.value.field == _OPT + "optimizer_offload_fraction"
+
+
+@pytest.mark.parametrize("key", ["optimizer_cpu_offload", "optimizer_offload_fraction"])
+def test_cpu_optimizer_keys_unset_in_a_script_say_so(tmp_path: Path, key: str) -> None:
+    keys = {**BASE, "+" + _OPT + "optimizer_cpu_offload": True,
+            "+" + _OPT + "optimizer_offload_fraction": 1.0}
+    keys["+" + _OPT + key] = "${NOT_SET}"
+    with pytest.raises(ScenarioError, match="depends on something the script does not set") \
+            as err:
+        import_verl(_script(tmp_path, keys, megatron=True), FACTS)
+    assert err.value.field == _OPT + key
