@@ -124,6 +124,84 @@ MOE_PUBLISHED: tuple[Published, ...] = (
 )
 
 
+_MARIN_3666 = "https://github.com/marin-community/marin/issues/3666"
+
+
+@dataclass(frozen=True, slots=True)
+class LayerBench:
+    """One Megatron-Core MoE layer timed alone, forward + backward, on one node: `ep` GPUs
+    of expert parallelism (TP 1), `tokens_per_rank` tokens on each, force-balanced routing,
+    the slowest rank's mean (marin-community/marin issue 3666, a copy of Megatron-LM's
+    `moe_perf` test)."""
+
+    label: str
+    model: ModelSpec  # the catalogue model whose MoE layer has the benchmark's shape
+    gpu: str
+    ep: int
+    tokens_per_rank: int
+    moe_dispatcher: str  # "alltoall", or "deepep" (flex with DeepEP)
+    measured_ms: float
+    source: str
+
+
+def _layer(label: str, model: str, tokens: int, dispatcher: str, ms: float) -> LayerBench:
+    return LayerBench(label, lookup_model(model), "H100", 8, tokens, dispatcher, ms,
+                      _MARIN_3666)
+
+
+# The issue's "authoritative totals (forward + backward, milliseconds)": its Qwen3-30B-A3B
+# anchor (hidden 2048, expert FFN 768, 128 experts, top 8) at micro-batch 1, 2 and 4 of 4,096
+# tokens, and its Qwen3-235B-A22B anchor (hidden 4096, expert FFN 1536). Validation only.
+MOE_LAYER: tuple[LayerBench, ...] = tuple(
+    _layer(f"{name} layer, {tokens:,} tokens a rank, {disp}", model, tokens, disp, ms)
+    for name, model, tokens, disp, ms in (
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b", 4096, "alltoall", 34.95),
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b", 8192, "alltoall", 33.77),
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b", 16384, "alltoall", 35.27),
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b", 4096, "deepep", 12.41),
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b", 8192, "deepep", 12.42),
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b", 16384, "deepep", 18.09),
+        ("Qwen3-235B-A22B", "qwen3-235b-a22b", 4096, "alltoall", 25.62),
+        ("Qwen3-235B-A22B", "qwen3-235b-a22b", 4096, "deepep", 11.75),
+    ))
+
+
+def _one_layer_s(model: ModelSpec, b: LayerBench, ep: int) -> float:
+    """Forward + backward of one layer of `model` (its attention included) at the bench's
+    tokens a rank: the two-layer model's micro-batch less the one-layer model's."""
+    gpu = lookup_gpu(b.gpu)
+    backend = replace(lookup_backend("megatron"), router_imbalance=1.0, host_ops=None,
+                      micro_batch_overhead_s=0.0)
+    out = []
+    for layers in (2, 1):
+        cost = TrainCost(model.model_copy(update={"layers": layers}), gpu, b.ep, 1, 1, 1,
+                         builtin_profile(gpu), recompute_activations=False, backend=backend,
+                         batching=TrainBatching(recompute="none", ep=ep,
+                                                moe_dispatcher=b.moe_dispatcher))
+        out.append(cost.micro_batch_s([b.tokens_per_rank], backward=True))
+    return out[0] - out[1]
+
+
+def moe_layer_s(b: LayerBench) -> float:
+    """rlsim's forward + backward of the bench's MoE block alone: one layer of its model
+    less one layer of the same model with the MoE block replaced by a one-wide dense MLP
+    (attention, norms and projections cancel). Kernels and collectives only: the host's
+    dispatch and the framework's per-micro-batch cost are left out, as the benchmark's
+    fixed input leaves out the data path."""
+    dense = b.model.model_copy(update={"moe": None, "ffn": 1})
+    return _one_layer_s(b.model, b, b.ep) - _one_layer_s(dense, b, 1)
+
+
+def layer_table(benches: tuple[LayerBench, ...]) -> str:
+    lines = ["| MoE layer (forward + backward, H100, EP 8, balanced) | measured ms | rlsim ms "
+             "| rlsim/measured |", "|---|---:|---:|---:|"]
+    for b in benches:
+        ms = 1e3 * moe_layer_s(b)
+        lines.append(f"| [{b.label}]({b.source}) | {b.measured_ms:.2f} | {ms:.2f} | "
+                     f"{ms / b.measured_ms:.2f} |")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckRow:
     published: Published
@@ -186,6 +264,8 @@ def main() -> None:
     print(table([check(p) for p in PUBLISHED]))
     print()
     print(table([check(p) for p in MOE_PUBLISHED]))
+    print()
+    print(layer_table(MOE_LAYER))
 
 
 if __name__ == "__main__":

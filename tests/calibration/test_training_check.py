@@ -59,3 +59,18 @@ def test_moe_rows_reach_the_trainer_with_their_expert_parallelism() -> None:
     from dataclasses import replace
     plain = check(replace(natural, moe_dispatcher="alltoall"))
     assert check(natural).comm_s < plain.comm_s / 2
+
+
+def test_moe_layer_bench_prices_the_moe_block_alone() -> None:
+    from calibration.training_check import MOE_LAYER, _one_layer_s, moe_layer_s
+    by = {(b.model.name, b.tokens_per_rank, b.moe_dispatcher): b for b in MOE_LAYER}
+    b = by[("qwen3-30b-a3b", 4096, "alltoall")]
+    dense = b.model.model_copy(update={"moe": None, "ffn": 1})
+    # the MoE layer less the same layer with a one-wide dense MLP: attention cancels
+    assert moe_layer_s(b) == pytest.approx(
+        _one_layer_s(b.model, b, 8) - _one_layer_s(dense, b, 1), rel=1e-12)
+    assert 0 < moe_layer_s(b) < _one_layer_s(b.model, b, 8)
+    # more tokens a rank cost more; deepep's deduplicated exchange costs less than top-k
+    # copies at the same tokens
+    assert moe_layer_s(b) < moe_layer_s(by[("qwen3-30b-a3b", 16384, "alltoall")])
+    assert moe_layer_s(by[("qwen3-30b-a3b", 4096, "deepep")]) < moe_layer_s(b)
