@@ -36,6 +36,7 @@ from calibration.realruns.sources import (
     VERL_CPU_OPTIMIZER,
     VERL_RELEASE_DEFAULTS,
     VERL_SCRIPTS,
+    VLLM_V0,
     Cited,
     nemo_rl_path,
 )
@@ -418,6 +419,8 @@ def _engine_options(b: _Builder, fw: str, script: dict[str, Cited]) -> dict[str,
     out: dict[str, Any] = {}
     if eager is not None:
         out["cuda_graphs"] = not eager
+    if b.rec.id in VLLM_V0:
+        out["vllm_v0"] = b.take("rollout.vllm_v0", VLLM_V0[b.rec.id])
     if fw not in ("nemo-rl", "verl"):
         if ep is not None:
             out["ep"] = ep

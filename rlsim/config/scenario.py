@@ -184,6 +184,15 @@ class RolloutConfig(Frozen):
         "vLLM `enforce_eager: true` (veRL: actor_rollout_ref.rollout.enforce_eager): the CPU "
         "dispatches every kernel of every layer, eager_launch_s each (profile constant).",
     )
+    vllm_v0: bool = Field(
+        default=False,
+        description="The engines run vLLM's V0 engine loop (vLLM before 0.8 unless "
+        "VLLM_USE_V1=1; VLLM_USE_V1=0 on the releases that still have V0; or a fallback to "
+        "V0, e.g. vLLM 0.8 with VLLM_ATTENTION_BACKEND=XFORMERS): its host work between "
+        "steps grows with the batch, "
+        "v0_decode_overhead_per_seq_s per sequence of every iteration (profile constant, "
+        "vLLM RFC #6801). false: the V1 engine (vLLM's default from 0.8) or SGLang.",
+    )
     dtype: Literal["bf16", "fp8"] = Field(
         default="bf16",
         description="Rollout weights. fp8: 1 byte per layer weight (vLLM `quantization: "

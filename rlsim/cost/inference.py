@@ -84,6 +84,9 @@ class EngineOptions:
     `enable_expert_parallel`): the routed experts split `ep` ways over the engine's GPUs.
     `pp`: pipeline-parallel stages (vLLM `pipeline_parallel_size`): the layers split `pp`
     ways, each stage on `tp` GPUs, `pp` micro-batches of the running batch in flight.
+    `vllm_v0`: vLLM's V0 engine loop (VLLM_USE_V1=0, or a fallback to it), whose host work
+    between steps grows with the batch: `v0_decode_overhead_per_seq_s` more per sequence of
+    every iteration.
     """
 
     cuda_graphs: bool = True
@@ -91,6 +94,7 @@ class EngineOptions:
     kv_cache_dtype: KvCacheDtype = "auto"
     ep: int = 1
     pp: int = 1
+    vllm_v0: bool = False
 
 
 DEFAULT_OPTIONS = EngineOptions()
@@ -305,7 +309,8 @@ class InferenceCost:
         self._rope = ElementwiseModel(gpu, profile, profile.rotary_hbm_efficiency)
         self._layers = model.layers
         self._overhead = profile.decode_overhead_s
-        self._overhead_per_seq = profile.decode_overhead_per_seq_s
+        self._overhead_per_seq = profile.decode_overhead_per_seq_s + (
+            profile.v0_decode_overhead_per_seq_s if opts.vllm_v0 else 0.0)
         self._prefill_overhead = profile.prefill_overhead_s
         self._layer_overhead = profile.layer_overhead_s
 

@@ -175,7 +175,8 @@ def cost_models(scenario: Scenario, placement: Placement | None = None) -> CostM
         # context and workspace on every GPU: memory the KV cache gives up, faults or not
         reserved += scenario.recovery.engine.shadow_memory
     engine_options = EngineOptions(cuda_graphs=r.cuda_graphs, dtype=r.dtype,
-                                   kv_cache_dtype=r.kv_cache_dtype, ep=r.ep, pp=r.pp)
+                                   kv_cache_dtype=r.kv_cache_dtype, ep=r.ep, pp=r.pp,
+                                   vllm_v0=r.vllm_v0)
     rollout_cost, kv = engine_cost(model, rpool, r.tp, r.gpu_memory_utilization,
                                    profiles[rpool.name], "rollout.tp", reserved,
                                    w.max_prompt_len + w.max_response_len, engine_options)

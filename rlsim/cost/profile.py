@@ -280,6 +280,16 @@ class Profile(BaseModel):
             "with the batch, seconds."
         ),
     )
+    v0_decode_overhead_per_seq_s: float = Field(
+        default=90e-6, ge=0,
+        description=(
+            "What vLLM's V0 engine loop adds per sequence of every iteration "
+            "(rollout.vllm_v0): its synchronous sampling, input preparation, output "
+            "processing and scheduling between GPU steps, ~20 ms at 200 running sequences "
+            "in vLLM v0.5 (vLLM RFC #6801), seconds. The V1 engine overlaps that work with "
+            "the GPU step."
+        ),
+    )
     prefill_overhead_s: float = Field(
         default=0.0, ge=0,
         description=(

@@ -358,3 +358,36 @@ def test_bad_options_name_the_field(options: EngineOptions, match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:
         InferenceCost(lookup_model("qwen2.5-7b"), g, 2, builtin_profile(g), options=options)
     assert "\n" not in str(err.value)
+
+
+def test_vllm_v0_loop_adds_its_cost_per_sequence_of_every_iteration() -> None:
+    """vLLM's V0 engine loop (rollout.vllm_v0): v0_decode_overhead_per_seq_s (RFC #6801's
+    ~20 ms at 200 sequences) for each sequence an iteration runs, decodes and prefilling
+    sequences alike; nothing else moves, and the decode step stays affine in KV tokens."""
+    g = lookup_gpu("H100")
+    prof = builtin_profile(g)
+    assert prof.v0_decode_overhead_per_seq_s == pytest.approx(90e-6)
+    model = lookup_model("qwen2.5-7b")
+    v1 = InferenceCost(model, g, 1, prof)
+    v0 = InferenceCost(model, g, 1, prof, options=EngineOptions(vllm_v0=True))
+    per_seq = prof.v0_decode_overhead_per_seq_s
+    for decodes, kv in ((1, 500), (64, 64 * 700), (256, 256 * 2000)):
+        diff = v0.step(decodes, kv).total_s - v1.step(decodes, kv).total_s
+        assert diff == pytest.approx(per_seq * decodes, rel=1e-9)
+    # a prefilling sequence counts once, as in the engine loop
+    mixed = v0.step(8, 8000, 512, 0).total_s - v1.step(8, 8000, 512, 0).total_s
+    assert mixed == pytest.approx(per_seq * 9, rel=1e-9)
+    a, b = v0.decode_affine(32)
+    assert v0.step(32, 32 * 1000).total_s == pytest.approx(a + b * 32 * 1000, rel=1e-12)
+    assert v0.step(32, 0).linear_s == v1.step(32, 0).linear_s
+
+
+def test_rollout_vllm_v0_reaches_the_engine() -> None:
+    from rlsim.config.loading import scenario_from_dict
+    from rlsim.cost.job import cost_models
+    from tests.scenarios import tiny
+
+    on = cost_models(scenario_from_dict(tiny(rollout__vllm_v0=True))[0]).engine_cost
+    off = cost_models(scenario_from_dict(tiny())[0]).engine_cost
+    assert on.options.vllm_v0 and not off.options.vllm_v0
+    assert on.step(16, 16 * 400).total_s > off.step(16, 16 * 400).total_s
