@@ -334,13 +334,17 @@ VERL_CPU_OPTIMIZER: dict[str, dict[str, Cited]] = {
 
 # vLLM's engine loop where a run's own log shows it (rollout.vllm_v0): the play-verl runs on
 # vLLM 0.8.3 set VLLM_ATTENTION_BACKEND=XFORMERS, which V1 does not support, so their 0.5B
-# runs fell back to V0; their 7B runs' workers are V1's (vllm.v1.worker.gpu_worker.Worker).
+# runs fell back to V0, run eager, so without async output processing (the next log line:
+# "Since, enforce-eager is enabled, async output processor cannot be used"); their 7B
+# runs' workers are V1's (vllm.v1.worker.gpu_worker.Worker).
 _PLAYVERL = "dingxianzhong/play-verl@7716a615fc4b68961f2bb7716c9aadcd65ca28d2 logs/"
 VLLM_V0: dict[str, Cited] = {
     "playverl-log-qwen2.5-0.5b-grpo-gsm8k-8xH100": Cited(
-        True, f"{_PLAYVERL}verl_grpo_qwen2.5b_8gpu.log:264 (\"Falling back to V0\")"),
+        True, f"{_PLAYVERL}verl_grpo_qwen2.5b_8gpu.log:264-265 (\"Falling back to V0\"; "
+               "\"async output processor cannot be used\")"),
     "playverl-log-qwen2.5-0.5b-ppo-gsm8k-8xH100": Cited(
-        True, f"{_PLAYVERL}verl_ppo_qwen2.5b_8gpu.log:247 (\"Falling back to V0\")"),
+        True, f"{_PLAYVERL}verl_ppo_qwen2.5b_8gpu.log:247-248 (\"Falling back to V0\"; "
+               "\"async output processor cannot be used\")"),
     "playverl-log-qwen2-7b-ppo-gsm8k-min-8xH100": Cited(
         False, f"{_PLAYVERL}verl_qwen2_7b_min.log:285 (vllm.v1.worker.gpu_worker.Worker)"),
     "playverl-log-qwen2-7b-ppo-gsm8k-recommended-8xH100": Cited(

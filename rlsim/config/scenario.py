@@ -186,12 +186,15 @@ class RolloutConfig(Frozen):
     )
     vllm_v0: bool = Field(
         default=False,
-        description="The engines run vLLM's V0 engine loop (vLLM before 0.8 unless "
-        "VLLM_USE_V1=1; VLLM_USE_V1=0 on the releases that still have V0; or a fallback to "
-        "V0, e.g. vLLM 0.8 with VLLM_ATTENTION_BACKEND=XFORMERS): its host work between "
-        "steps grows with the batch, "
-        "v0_decode_overhead_per_seq_s per sequence of every iteration (profile constant, "
-        "vLLM RFC #6801). false: the V1 engine (vLLM's default from 0.8) or SGLang.",
+        description="The engines run vLLM's V0 engine loop synchronously: the sampling, "
+        "input preparation, output processing and scheduling between GPU steps, which "
+        "grow with the batch, are not overlapped with the step, v0_decode_overhead_per_seq_s "
+        "per sequence of every iteration (profile constant, vLLM RFC #6801). That is V0 "
+        "before vLLM 0.6, or V0 (VLLM_USE_V1=0, or a fallback such as vLLM 0.8 with "
+        "VLLM_ATTENTION_BACKEND=XFORMERS) run eager, which turns its async output "
+        "processing off (vLLM logs 'async output processor cannot be used'). false: V1 "
+        "(vLLM's default from 0.8), SGLang, or V0 0.6+ with CUDA graphs, whose async "
+        "output processing overlaps most of that work.",
     )
     dtype: Literal["bf16", "fp8"] = Field(
         default="bf16",

@@ -84,9 +84,9 @@ class EngineOptions:
     `enable_expert_parallel`): the routed experts split `ep` ways over the engine's GPUs.
     `pp`: pipeline-parallel stages (vLLM `pipeline_parallel_size`): the layers split `pp`
     ways, each stage on `tp` GPUs, `pp` micro-batches of the running batch in flight.
-    `vllm_v0`: vLLM's V0 engine loop (VLLM_USE_V1=0, or a fallback to it), whose host work
-    between steps grows with the batch: `v0_decode_overhead_per_seq_s` more per sequence of
-    every iteration.
+    `vllm_v0`: vLLM's V0 engine loop run synchronously (before vLLM 0.6, or run eager, which
+    turns its async output processing off), whose host work between steps grows with the
+    batch: `v0_decode_overhead_per_seq_s` more per sequence of every iteration.
     """
 
     cuda_graphs: bool = True

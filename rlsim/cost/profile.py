@@ -283,11 +283,11 @@ class Profile(BaseModel):
     v0_decode_overhead_per_seq_s: float = Field(
         default=90e-6, ge=0,
         description=(
-            "What vLLM's V0 engine loop adds per sequence of every iteration "
-            "(rollout.vllm_v0): its synchronous sampling, input preparation, output "
+            "What vLLM's V0 engine loop run synchronously adds per sequence of every "
+            "iteration (rollout.vllm_v0): its sampling, input preparation, output "
             "processing and scheduling between GPU steps, ~20 ms at 200 running sequences "
-            "in vLLM v0.5 (vLLM RFC #6801), seconds. The V1 engine overlaps that work with "
-            "the GPU step."
+            "in vLLM v0.5 (vLLM RFC #6801), seconds. V0's async output processing (0.6+, "
+            "with CUDA graphs) and the V1 engine overlap most of it with the GPU step."
         ),
     )
     prefill_overhead_s: float = Field(

@@ -391,3 +391,14 @@ def test_rollout_vllm_v0_reaches_the_engine() -> None:
     off = cost_models(scenario_from_dict(tiny())[0]).engine_cost
     assert on.options.vllm_v0 and not off.options.vllm_v0
     assert on.step(16, 16 * 400).total_s > off.step(16, 16 * 400).total_s
+
+
+def test_vllm_v0_loop_cost_in_a_pipelined_engine() -> None:
+    # pp 2: every running sequence still passes through the loop once an iteration.
+    g = lookup_gpu("H100")
+    prof = builtin_profile(g)
+    model = lookup_model("qwen2.5-7b")
+    v1 = InferenceCost(model, g, 1, prof, options=EngineOptions(pp=2))
+    v0 = InferenceCost(model, g, 1, prof, options=EngineOptions(pp=2, vllm_v0=True))
+    diff = v0.step(64, 64 * 800).overhead_s - v1.step(64, 64 * 800).overhead_s
+    assert diff == pytest.approx(prof.v0_decode_overhead_per_seq_s * 64, rel=1e-9)
