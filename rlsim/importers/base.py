@@ -177,6 +177,11 @@ def moe_dispatcher(kind: Any, deepep: bool, backend: Any) -> str:
     return "deepep"
 
 
+# Why the hybrid CPU optimizer's keys set nothing when they put no share on the CPU.
+CPU_OPTIMIZER_OFF = ("no share of the optimizer on the CPU (Megatron-Core needs "
+                     "optimizer_cpu_offload true and optimizer_offload_fraction > 0)")
+
+
 def cpu_optimizer_fraction(cpu_offload: bool, fraction: Any) -> float:
     """rlsim's train.optimizer_offload_fraction for Megatron-Core's optimizer_cpu_offload and
     optimizer_offload_fraction (None: unset, Megatron-Core's default 0.0): the fraction when

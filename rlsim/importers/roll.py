@@ -54,6 +54,7 @@ import yaml
 
 from rlsim.config.errors import ScenarioError
 from rlsim.importers.base import (
+    CPU_OPTIMIZER_OFF,
     FILTERED_SHARE_UNKNOWN,
     FLEX_DEFAULT,
     Facts,
@@ -1298,8 +1299,7 @@ def _cpu_optimizer(cfg: _Config, imp: Imported, sc: str) -> None:
         return
     for key in keys:
         if cfg.has(key):
-            imp.ignore(key, "no share of the optimizer on the CPU (Megatron-Core needs "
-                       "optimizer_cpu_offload true and optimizer_offload_fraction > 0)")
+            imp.ignore(key, CPU_OPTIMIZER_OFF)
 
 
 def _batch_prompts(cfg: _Config) -> int:

@@ -39,6 +39,7 @@ import yaml
 from rlsim.config.errors import ScenarioError
 from rlsim.config.hardware import MODELS
 from rlsim.importers.base import (
+    CPU_OPTIMIZER_OFF,
     FILTERED_SHARE_UNKNOWN,
     FLEX_DEFAULT,
     Facts,
@@ -1107,8 +1108,7 @@ class _Builder:
             _flag(overlap)
         if value == 0.0 or on is None or frac is None:
             for v in given:
-                c.note(v.key, "no share of the optimizer on the CPU (Megatron-Core needs "
-                       "optimizer_cpu_offload true and optimizer_offload_fraction > 0)")
+                c.note(v.key, CPU_OPTIMIZER_OFF)
             return
         self.set("train.optimizer_offload_fraction", value, frac, also=(on,))
         if overlap is not None and _flag(overlap):
