@@ -81,6 +81,14 @@ MAPPED: dict[str, Mapping] = {
                          "FP8 as it states"),
     "qwen3-30b-a3b-base": Mapping("qwen3-30b-a3b", why="the base checkpoint of the same "
                                   "architecture"),
+    "minimaxai/minimax-m2.5": Mapping(
+        "minimax-m2.5", "fp8", why="its released checkpoint is FP8 (block-wise e4m3); the "
+        "SGLang cookbook serves it as released"),
+    "zai-org/glm-4.7-flash": Mapping("glm-4.7-flash"),
+    "ibm-granite/granite-3.1-3b-a800m-instruct": Mapping(
+        "granite-3.1-3b-a800m", why="the instruct release of the same architecture"),
+    "llama2-13b": Mapping("llama-2-13b"),
+    "llama-2-13b-chat-hf": Mapping("llama-2-13b", why="the chat release of Llama 2 13B"),
 }
 # Points whose model name is shared by several sizes: the size comes from the id.
 _BY_ID = {"trtllm-perfdoc-v0.6.1-llama7b": "llama-2-7b",
@@ -150,14 +158,16 @@ def predict_ms(cost: InferenceCost, p: EnginePoint, key: str) -> float:
         return 1000.0 * cost.step(1, 0).total_s
     load = p.load or 1
     ctx = inp + out // 2
+    if key == "itl_ms_median":
+        # The median iteration is a decode step, in a serving run or a static batch alike
+        # (a static batch prefills once, never its median iteration).
+        return 1000.0 * cost.step(load, load * ctx).total_s
     if p.batch_size is not None and p.concurrency is None:  # an offline static batch
         # every sequence prefills its own prompt (its attention over its own tokens only)
         prefill = cost.step(0, 0, load * inp, prefill_chunks=[(inp, 0)] * load).total_s \
             if inp else 0.0
         total = prefill + out * cost.step(load, load * ctx).total_s
         return 1000.0 * total if key.startswith("e2e") else 1000.0 * total / out
-    if key in ("itl_ms_median",):
-        return 1000.0 * cost.step(load, load * ctx).total_s
     prefill = round(load * inp / out) if inp else 0
     return 1000.0 * cost.step(load, load * ctx, prefill, inp // 2).total_s
 
@@ -189,7 +199,8 @@ def check(p: EnginePoint) -> Check:
         return c
     spec = GPUS[gpu]
     options = EngineOptions(cuda_graphs=p.cuda_graphs is not False, dtype=m.dtype,  # type: ignore[arg-type]
-                            kv_cache_dtype=m.kv_cache_dtype)  # type: ignore[arg-type]
+                            kv_cache_dtype=m.kv_cache_dtype,  # type: ignore[arg-type]
+                            ep=p.ep or 1)
     try:
         cost = InferenceCost(MODELS[m.model], spec, tp, builtin_profile(spec),
                              options=options)

@@ -47,6 +47,8 @@ class EnginePoint:
     gpu: str | None = None
     gpus: int | None = None
     tp: int | None = None
+    ep: int | None = None
+    """Expert-parallel degree inside the engine, where the source's command sets it."""
     model: str | None = None
     concurrency: int | None = None
     batch_size: int | None = None
@@ -99,7 +101,7 @@ def parse_point(raw: dict[str, Any], where: str) -> EnginePoint:
         id=raw["id"], source_url=raw["source_url"], source_group=raw["source_group"],
         engine=raw["engine"], side=raw["side"], quote=raw["quote"], values=values,
         gpu=raw.get("gpu"), gpus=_int(raw, "gpus", loc), tp=_int(raw, "tp", loc),
-        model=raw.get("model"), concurrency=_int(raw, "concurrency", loc),
+        ep=_int(raw, "ep", loc), model=raw.get("model"), concurrency=_int(raw, "concurrency", loc),
         batch_size=_int(raw, "batch_size", loc), input_len=_int(raw, "input_len", loc),
         output_len=_int(raw, "output_len", loc), cuda_graphs=graphs,
         fitted=raw.get("value_kind") == "fit", where=where, raw=raw)

@@ -456,7 +456,28 @@ MODELS: dict[str, ModelSpec] = {
                               qk_rope_head_dim=64, v_head_dim=128),
                   moe=MoeSpec(experts=256, experts_per_token=8, expert_ffn=2048,
                               shared_experts=1, dense_layers=3)),
+        # Smaller MoE models that published engine measurements run (docs/models.md): IBM's
+        # Granite 3.1 3B-A800M (GraniteMoe, no shared expert, tied embeddings); MiniMax-M2.5
+        # (M2's architecture: full attention in every layer, partial RoPE and QK-norm not
+        # modelled; its 3 multi-token-prediction modules, a speculative draft, left out as
+        # for DeepSeek-V3); GLM-4.7-Flash (glm4_moe_lite: MLA, layer 0 dense, 64 experts top-4
+        # + 1 shared; its MTP layer left out).
+        ModelSpec(name="granite-3.1-3b-a800m", layers=32, hidden=1536, heads=24, kv_heads=8,
+                  ffn=512, vocab=49155, tied_embeddings=True, max_context=131072,
+                  moe=MoeSpec(experts=40, experts_per_token=8, expert_ffn=512)),
+        ModelSpec(name="minimax-m2.5", layers=62, hidden=3072, heads=48, kv_heads=8,
+                  head_dim=128, ffn=1536, vocab=200064, max_context=196608,
+                  moe=MoeSpec(experts=256, experts_per_token=8, expert_ffn=1536)),
+        ModelSpec(name="glm-4.7-flash", layers=47, hidden=2048, heads=20, kv_heads=20,
+                  ffn=10240, vocab=154880, max_context=202752,
+                  mla=MlaSpec(q_lora_rank=768, kv_lora_rank=512, qk_nope_head_dim=192,
+                              qk_rope_head_dim=64, v_head_dim=256),
+                  moe=MoeSpec(experts=64, experts_per_token=4, expert_ffn=1536,
+                              shared_experts=1, dense_layers=1)),
         ModelSpec(name="llama-2-7b", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008,
+                  vocab=32000, max_context=4096),
+        # Llama-2-13B: huggingface.co/meta-llama/Llama-2-13b-hf config.json (MHA, 40 heads).
+        ModelSpec(name="llama-2-13b", layers=40, hidden=5120, heads=40, kv_heads=40, ffn=13824,
                   vocab=32000, max_context=4096),
         ModelSpec(name="llama-2-70b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672,
                   vocab=32000, max_context=4096),

@@ -90,7 +90,7 @@ def test_catalogues():
     expect = {"qwen2.5-7b": 7.6e9, "qwen2.5-72b": 72.7e9, "llama-2-7b": 6.7e9,
               "llama-2-70b": 69e9, "llama-3-8b": 8.0e9, "qwen3-8b": 8.2e9, "qwen3-32b": 32.8e9,
               "qwen3-14b": 14.8e9, "qwen3-30b-a3b": 30.5e9, "qwen3-235b-a22b": 235e9,
-              "deepseek-v3": 671e9}
+              "deepseek-v3": 671e9, "llama-2-13b": 13.0e9}
     for name, params in expect.items():
         assert MODELS[name].params == pytest.approx(params, rel=0.03), name
     assert MODELS["llama-2-7b"].kv_bytes_per_token() == 2 * 32 * 4096 * 2
