@@ -88,6 +88,16 @@ MAPPED: dict[str, Mapping] = {
     "ibm-granite/granite-3.1-3b-a800m-instruct": Mapping(
         "granite-3.1-3b-a800m", why="the instruct release of the same architecture"),
     "llama2-13b": Mapping("llama-2-13b"),
+    # Qwen3 and Qwen2.5 as their sources name them (the instruct and 2507 releases share
+    # the architecture; an "-FP8" checkpoint is served in FP8, the point's dtype).
+    **{name: Mapping(name) for name in (
+        "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b",
+        "qwen3-30b-a3b", "qwen3-235b-a22b")},
+    **{f"qwen/{name}": Mapping(name) for name in ("qwen3-8b", "qwen3-14b", "qwen3-32b")},
+    "qwen/qwen3-8b-fp8": Mapping("qwen3-8b", "fp8", why="Qwen's FP8 release of Qwen3-8B"),
+    "qwen/qwen3-14b-fp8": Mapping("qwen3-14b", "fp8", why="Qwen's FP8 release of Qwen3-14B"),
+    "qwen/qwen2.5-32b-instruct": Mapping(
+        "qwen2.5-32b", why="the instruct release of the same architecture"),
     "llama-2-13b-chat-hf": Mapping("llama-2-13b", why="the chat release of Llama 2 13B"),
 }
 # Points whose model name is shared by several sizes: the size comes from the id.
@@ -125,6 +135,9 @@ def _mapping(p: EnginePoint) -> Mapping | None:
     dtype = str(p.raw.get("dtype") or "").lower()
     if "fp8" in dtype and "kv" in dtype and m.dtype == "bf16":
         return Mapping(m.model, "bf16", "fp8" if "fp8 kv" in dtype else "auto", m.why)
+    if dtype == "fp8" and m.dtype == "bf16":
+        # FP8 weights, as the point states (an FP8 checkpoint or --quantization fp8)
+        return Mapping(m.model, "fp8", m.kv_cache_dtype, m.why)
     return m
 
 
@@ -181,6 +194,14 @@ def check(p: EnginePoint) -> Check:
     c.metric, c.measured_ms = found
     if p.id.startswith(SPECULATIVE):
         c.reason = "speculative decoding (MTP): not one token per iteration"
+        return c
+    if p.dp_attention:
+        c.reason = "attention data parallelism (--enable-dp-attention) is not modelled"
+        return c
+    if (p.concurrency is not None and p.num_prompts is not None
+            and p.concurrency >= p.num_prompts):
+        c.reason = ("every prompt sent at once: the engine's running batch (capped by its "
+                    "KV cache) is not stated")
         return c
     m, gpu = _mapping(p), _gpu(p)
     if m is None or m.model not in MODELS:

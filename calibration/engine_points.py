@@ -55,6 +55,10 @@ class EnginePoint:
     input_len: int | None = None
     output_len: int | None = None
     cuda_graphs: bool | None = None
+    num_prompts: int | None = None
+    """Requests the client sent in all, where the run states it."""
+    dp_attention: bool = False
+    """Attention run data-parallel across the engine's GPUs (SGLang --enable-dp-attention)."""
     fitted: bool = False
     """A fitted intercept or slope of several runs, not one measurement."""
     where: str = ""
@@ -97,6 +101,9 @@ def parse_point(raw: dict[str, Any], where: str) -> EnginePoint:
     graphs = raw.get("cuda_graphs")
     if graphs is not None and not isinstance(graphs, bool):
         raise ScenarioError(loc, "cuda_graphs should be true, false or null")
+    dp_attention = raw.get("dp_attention", False)
+    if not isinstance(dp_attention, bool):
+        raise ScenarioError(loc, "dp_attention should be true or false")
     return EnginePoint(
         id=raw["id"], source_url=raw["source_url"], source_group=raw["source_group"],
         engine=raw["engine"], side=raw["side"], quote=raw["quote"], values=values,
@@ -104,6 +111,7 @@ def parse_point(raw: dict[str, Any], where: str) -> EnginePoint:
         ep=_int(raw, "ep", loc), model=raw.get("model"), concurrency=_int(raw, "concurrency", loc),
         batch_size=_int(raw, "batch_size", loc), input_len=_int(raw, "input_len", loc),
         output_len=_int(raw, "output_len", loc), cuda_graphs=graphs,
+        num_prompts=_int(raw, "num_prompts", loc), dp_attention=dp_attention,
         fitted=raw.get("value_kind") == "fit", where=where, raw=raw)
 
 

@@ -64,3 +64,32 @@ def test_the_report_counts_both_sides() -> None:
     assert len(compared) >= 20
     assert {c.point.side for c in compared} == {"calibrate", "validate"}
     assert f"{len(compared)} of {len(checks)} points compared" in text
+
+
+def test_a_median_itl_of_a_static_batch_is_one_decode_step() -> None:
+    # SGLang's bench_one_batch "Decode median": the prefill is one iteration, never the median
+    p = POINTS["sglang-pr-33293-granite-3.1-3b-a800m-h200-bs1-cudagraph-baseline"]
+    cost = _cost("granite-3.1-3b-a800m", "H200", 1)
+    ctx = p.input_len + p.output_len // 2
+    assert predict_ms(cost, p, "itl_ms_median") == pytest.approx(
+        1000 * cost.step(1, ctx).total_s, rel=1e-12)
+
+
+def test_the_sources_expert_parallelism_and_fp8_weights_are_priced() -> None:
+    p = POINTS["sgl-cookbook-minimax-m2.5-h100-c1-1000in1000out"]
+    assert p.ep == 8
+    ep8 = check(p).predicted_ms
+    ep1 = check(dataclasses.replace(p, ep=None)).predicted_ms
+    assert ep8 is not None and ep1 is not None and ep8 != ep1
+    fp8 = POINTS["gpustack-qwen3-8b-fp8-h100-c4"]
+    bf16 = POINTS["gpustack-qwen3-8b-bf16-h100-c4"]
+    assert check(fp8).predicted_ms < check(bf16).predicted_ms  # one byte a weight
+
+
+def test_unstated_engine_batches_and_dp_attention_are_not_compared() -> None:
+    at_once = POINTS["gpustack-qwen3-32b-bf16-h100-sharegpt1000"]
+    assert "every prompt sent at once" in check(at_once).reason
+    capped = dataclasses.replace(at_once, num_prompts=at_once.concurrency + 1)
+    assert check(capped).error is not None
+    dp = POINTS["dstack-deepseek-r1-h200-tp8-c4-in3200-out800"]
+    assert "data parallelism" in check(dp).reason

@@ -49,6 +49,9 @@ def test_a_source_is_on_one_side(tmp_path: Path) -> None:
     ({"quote": ""}, "'quote' is required"),
     ({"tpot_ms_mean": -1.0}, "positive number"),
     ({"concurrency": 0}, "positive integer"),
+    ({"ep": 0}, "positive integer"),
+    ({"num_prompts": "all"}, "positive integer"),
+    ({"dp_attention": "yes"}, "dp_attention should be"),
 ])
 def test_bad_points_name_the_field(change: dict[str, object], message: str) -> None:
     raw = {"id": "x", "source_url": "u", "source_group": "g", "engine": "vllm",
