@@ -13,6 +13,7 @@ Bad input is a ScenarioError naming `FILE:LINE` and the field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +151,26 @@ def renderings(value: float) -> set[str]:
     return out
 
 
+# A number as written: plain (with decimals or an exponent), or with thousands separators
+# (a comma before each group of three digits; a CSV's commas are not separators).
+_PLAIN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _quoted_numbers(quote: str) -> list[float]:
+    return [float(m.group().replace(",", "")) for pattern in (_PLAIN, _GROUPED)
+            for m in pattern.finditer(quote)]
+
+
 def unquoted(point: EnginePoint) -> list[str]:
-    """The measured values whose number the quote does not contain in any rendering."""
-    return [k for k, v in point.values.items()
-            if not any(r in point.quote for r in renderings(v))]
+    """The measured values whose number the quote does not contain in any rendering (or,
+    for full-precision values such as seconds stored as milliseconds, as a number equal to
+    it within a part in 10^9)."""
+    numbers = _quoted_numbers(point.quote)
+
+    def found(v: float) -> bool:
+        if any(r in point.quote for r in renderings(v)):
+            return True
+        return any(abs(n - x) <= 1e-9 * x for n in numbers for x in (v, v / 1000.0))
+
+    return [k for k, v in point.values.items() if not found(v)]

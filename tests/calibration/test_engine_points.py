@@ -58,3 +58,12 @@ def test_bad_points_name_the_field(change: dict[str, object], message: str) -> N
            "side": "calibrate", "quote": "TPOT 5", "tpot_ms_mean": 5.0, **change}
     with pytest.raises(ScenarioError, match=message):
         parse_point(raw, "points.jsonl:1")
+
+
+def test_a_number_not_in_the_quote_is_caught() -> None:
+    raw = {"id": "x", "source_url": "u", "source_group": "g", "engine": "vllm",
+           "side": "calibrate", "quote": "H100,4,vLLM,128,64,3.750785323233322",
+           "e2e_latency_ms_mean": 3750.785323233322, "tpot_ms_mean": 12864.0}
+    # seconds written in full precision match the stored milliseconds; a CSV's commas are
+    # not thousands separators ("128,64" is not 12864)
+    assert unquoted(parse_point(raw, "points.jsonl:1")) == ["tpot_ms_mean"]
