@@ -151,6 +151,16 @@ def _mapping(p: EnginePoint) -> Mapping | None:
     return m
 
 
+def _ep(p: EnginePoint) -> int:
+    """The engine's expert parallelism as rlsim prices it (an all-to-all each way per MoE
+    layer). SGLang's `--ep` without `--moe-a2a-backend` (its default, "none") keeps the
+    tokens on every GPU and combines the experts' outputs with an all-reduce, as tensor-
+    parallel experts do: priced as ep 1."""
+    if p.ep is None or p.engine == "sglang":
+        return 1
+    return p.ep
+
+
 def _gpu(p: EnginePoint) -> str | None:
     word = (p.gpu or "").split(" ")[0].upper()
     return word if word in GPUS else None
@@ -208,7 +218,7 @@ def check(p: EnginePoint, host: tuple[float, float] | None = None) -> Check:
         c.reason = "speculative decoding (MTP): not one token per iteration"
         return c
     if p.dp_attention:
-        c.reason = "attention data parallelism (--enable-dp-attention) is not modelled"
+        c.reason = "attention data parallelism is not modelled"
         return c
     if (p.concurrency is not None and p.num_prompts is not None
             and p.concurrency >= p.num_prompts):
@@ -238,7 +248,7 @@ def check(p: EnginePoint, host: tuple[float, float] | None = None) -> Check:
     spec = GPUS[gpu]
     options = EngineOptions(cuda_graphs=p.cuda_graphs is not False, dtype=m.dtype,  # type: ignore[arg-type]
                             kv_cache_dtype=m.kv_cache_dtype,  # type: ignore[arg-type]
-                            ep=p.ep or 1)
+                            ep=_ep(p))
     profile = builtin_profile(spec)
     if host is not None:
         profile = profile.model_copy(update={"decode_overhead_s": host[0],

@@ -59,7 +59,8 @@ class EnginePoint:
     num_prompts: int | None = None
     """Requests the client sent in all, where the run states it."""
     dp_attention: bool = False
-    """Attention run data-parallel across the engine's GPUs (SGLang --enable-dp-attention)."""
+    """Attention run data-parallel across the engine's GPUs (SGLang --enable-dp-attention,
+    TensorRT-LLM attention DP)."""
     fitted: bool = False
     """A fitted intercept or slope of several runs, not one measurement."""
     where: str = ""
@@ -153,8 +154,9 @@ def renderings(value: float) -> set[str]:
 
 # A number as written: plain (with decimals or an exponent), or with thousands separators
 # (a comma before each group of three digits; a CSV's commas are not separators).
-_PLAIN = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+# Digits inside a name ("70B", "H100") are not numbers.
+_PLAIN = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+_GROUPED = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w.])")
 
 
 def _quoted_numbers(quote: str) -> list[float]:
@@ -169,7 +171,8 @@ def unquoted(point: EnginePoint) -> list[str]:
     numbers = _quoted_numbers(point.quote)
 
     def found(v: float) -> bool:
-        if any(r in point.quote for r in renderings(v)):
+        if any(re.search(rf"(?<![\w.]){re.escape(r)}(?![\w])", point.quote)
+               for r in renderings(v)):
             return True
         return any(abs(n - x) <= 1e-9 * x for n in numbers for x in (v, v / 1000.0))
 

@@ -76,11 +76,13 @@ def test_a_median_itl_of_a_static_batch_is_one_decode_step() -> None:
 
 
 def test_the_sources_expert_parallelism_and_fp8_weights_are_priced() -> None:
+    # SGLang's --ep without an all-to-all backend combines experts by all-reduce: ep 1
     p = POINTS["sgl-cookbook-minimax-m2.5-h100-c1-1000in1000out"]
     assert p.ep == 8
-    ep8 = check(p).predicted_ms
-    ep1 = check(dataclasses.replace(p, ep=None)).predicted_ms
-    assert ep8 is not None and ep1 is not None and ep8 != ep1
+    assert check(p).predicted_ms == check(dataclasses.replace(p, ep=None)).predicted_ms
+    # another engine's ep prices its all-to-all
+    as_vllm = dataclasses.replace(p, engine="vllm")
+    assert check(as_vllm).predicted_ms != check(dataclasses.replace(as_vllm, ep=None)).predicted_ms
     fp8 = POINTS["gpustack-qwen3-8b-fp8-h100-c4"]
     bf16 = POINTS["gpustack-qwen3-8b-bf16-h100-c4"]
     assert check(fp8).predicted_ms < check(bf16).predicted_ms  # one byte a weight

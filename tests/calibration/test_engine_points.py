@@ -67,3 +67,12 @@ def test_a_number_not_in_the_quote_is_caught() -> None:
     # seconds written in full precision match the stored milliseconds; a CSV's commas are
     # not thousands separators ("128,64" is not 12864)
     assert unquoted(parse_point(raw, "points.jsonl:1")) == ["tpot_ms_mean"]
+
+
+def test_digits_inside_names_are_not_quoted_numbers() -> None:
+    raw = {"id": "x", "source_url": "u", "source_group": "g", "engine": "vllm",
+           "side": "calibrate", "quote": "Llama-3-70B on 8xH100, TP 8",
+           "e2e_latency_ms_mean": 70000.0, "tpot_ms_mean": 100000.0}
+    # "70B" and "H100" are names: neither 70 s nor 100 s is in the quote
+    assert unquoted(parse_point(raw, "points.jsonl:1")) == ["tpot_ms_mean",
+                                                            "e2e_latency_ms_mean"]
