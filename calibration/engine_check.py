@@ -262,7 +262,8 @@ def check(p: EnginePoint, host: tuple[float, float] | None = None) -> Check:
     return c
 
 
-def _median(errors: Sequence[float]) -> str:
+def median_text(errors: Sequence[float]) -> str:
+    """'median |error| over n' as the reports write it."""
     return f"{statistics.median(abs(e) for e in errors):.0%} over {len(errors)}" \
         if errors else "- (none)"
 
@@ -284,7 +285,7 @@ def report(checks: Sequence[Check]) -> list[str]:
         groups.append((f"{engine} only", [c for c in compared if c.point.engine == engine]))
     groups += [("load <= 8", [c for c in compared if (c.point.load or 1) <= 8]),
                ("load >= 64", [c for c in compared if (c.point.load or 1) >= 64])]
-    lines += [f"| {name} | {_median([c.error for c in sel if c.error is not None])} |"
+    lines += [f"| {name} | {median_text([c.error for c in sel if c.error is not None])} |"
               for name, sel in groups]
     lines += ["", f"{len(compared)} of {len(checks)} points compared.", "",
               "ms: per output token of one sequence (the metric converted: 1000 x load / "
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     compared = [c.error for c in checks if c.error is not None]
     print(f"wrote {REPORT.relative_to(ROOT)}: {len(compared)} of {len(checks)} points "
-          f"compared, median |error| {_median(compared)}", file=sys.stderr)
+          f"compared, median |error| {median_text(compared)}", file=sys.stderr)
     return 0
 
 

@@ -16,14 +16,13 @@ prices: with both terms 0, and with each alone.
 from __future__ import annotations
 
 import random
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import nnls
 
-from calibration.engine_check import check
+from calibration.engine_check import check, median_text
 from calibration.engine_points import EnginePoint
 
 FAMILIES = ("vllm", "sglang")
@@ -100,11 +99,16 @@ def fit_fixed(selected: Sequence[Row], per_seq_s: float = 0.0) -> float:
 LOW_LOAD = 8  # sequences: where the fixed term is a large share of the iteration
 
 
-def calibration_rows(all_rows: Sequence[Row], family: str) -> list[Row]:
-    """A family's calibration points run with CUDA graphs (the eager launch cost is its
-    own term)."""
-    return [r for r in all_rows if r.point.engine == family and r.point.side == "calibrate"
+def graph_rows(all_rows: Sequence[Row], family: str, side: str) -> list[Row]:
+    """A family's points on one side of the split run with CUDA graphs (the eager launch
+    cost is its own term)."""
+    return [r for r in all_rows if r.point.engine == family and r.point.side == side
             and r.point.cuda_graphs is not False]
+
+
+def calibration_rows(all_rows: Sequence[Row], family: str) -> list[Row]:
+    """A family's calibration points run with CUDA graphs: what its fit sees."""
+    return graph_rows(all_rows, family, "calibrate")
 
 
 def fit_family(all_rows: Sequence[Row], family: str) -> Fit | None:
@@ -131,11 +135,6 @@ def fit_family(all_rows: Sequence[Row], family: str) -> Fit | None:
                interval([d[1] for d in draws]), len(selected), len(groups))
 
 
-def _median(errors: Sequence[float]) -> str:
-    return f"{statistics.median(abs(e) for e in errors):.0%} over {len(errors)}" \
-        if errors else "- (none)"
-
-
 def report(all_rows: Sequence[Row], builtin: tuple[float, float]) -> list[str]:
     """The fitted terms and each family's errors before and after, per side."""
     lines = ["## Each engine family's host terms, fitted on the calibration side",
@@ -150,10 +149,8 @@ def report(all_rows: Sequence[Row], builtin: tuple[float, float]) -> list[str]:
              "|---|---|---|---|---|---|"]
     for family in FAMILIES:
         f = fit_family(all_rows, family)
-        fam = [r for r in all_rows if r.point.engine == family
-               and r.point.cuda_graphs is not False]
-        cal = [r for r in fam if r.point.side == "calibrate"]
-        val = [r for r in fam if r.point.side == "validate"]
+        cal = calibration_rows(all_rows, family)
+        val = graph_rows(all_rows, family, "validate")
         if f is None:
             lines.append(f"| {family} | {len(cal)} | - | - | - | - |")
             continue
@@ -162,10 +159,10 @@ def report(all_rows: Sequence[Row], builtin: tuple[float, float]) -> list[str]:
             f"[{f.fixed_interval[0] * 1e3:.2f}, {f.fixed_interval[1] * 1e3:.2f}] | "
             f"{f.per_seq_s * 1e6:.1f} [{f.per_seq_interval[0] * 1e6:.1f}, "
             f"{f.per_seq_interval[1] * 1e6:.1f}] | "
-            f"{_median([r.error(*builtin) for r in cal])} / "
-            f"{_median([r.error(f.fixed_s, f.per_seq_s) for r in cal])} | "
-            f"{_median([r.error(*builtin) for r in val])} / "
-            f"{_median([r.error(f.fixed_s, f.per_seq_s) for r in val])} |")
+            f"{median_text([r.error(*builtin) for r in cal])} / "
+            f"{median_text([r.error(f.fixed_s, f.per_seq_s) for r in cal])} | "
+            f"{median_text([r.error(*builtin) for r in val])} / "
+            f"{median_text([r.error(f.fixed_s, f.per_seq_s) for r in val])} |")
     lines += ["", f"The fixed term alone, from each family's calibration points at load <= "
               f"{LOW_LOAD} (per-sequence term 0, as built in), and the validation points at "
               "the same loads:", "",
@@ -174,15 +171,14 @@ def report(all_rows: Sequence[Row], builtin: tuple[float, float]) -> list[str]:
     for family in FAMILIES:
         low = [r for r in calibration_rows(all_rows, family)
                if (r.point.load or 1) <= LOW_LOAD]
-        val = [r for r in all_rows if r.point.engine == family
-               and r.point.side == "validate" and r.point.cuda_graphs is not False
-               and (r.point.load or 1) <= LOW_LOAD]
+        val = [r for r in graph_rows(all_rows, family, "validate")
+               if (r.point.load or 1) <= LOW_LOAD]
         if not low:
             continue
         fixed = fit_fixed(low, builtin[1])
         lines.append(f"| {family} | {len(low)} | {fixed * 1e3:.2f} | "
-                     f"{_median([r.error(*builtin) for r in val])} / "
-                     f"{_median([r.error(fixed, builtin[1]) for r in val])} |")
+                     f"{median_text([r.error(*builtin) for r in val])} / "
+                     f"{median_text([r.error(fixed, builtin[1]) for r in val])} |")
     return lines
 
 
