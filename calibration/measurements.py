@@ -8,6 +8,7 @@ plain JSON (they are stored verbatim in the profile), and neither imports torch.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,3 +55,41 @@ class MeasurementSet(BaseModel):
 
     def of(self, bench: str) -> list[Measurement]:
         return [m for m in self.measurements if m.bench == bench]
+
+
+def median_of_passes(passes: list[MeasurementSet]) -> MeasurementSet:
+    """One set from several passes of the same benchmarks on one device: each point is the
+    measurement of the pass whose median time is the median of its passes (the lower middle
+    one for an even count, so one slow pass of two is not kept), whole, so every point stays
+    a real measurement. A point is one benchmark's k-th point with the same parameters (a
+    trace can repeat a shape); points that a pass lacks are taken from the passes that have
+    them. The order is the first pass's, then points only later passes measured.
+
+    A pass is seconds long, so a slowdown of the machine that lasts seconds spoils every
+    point of one pass alike; the median over passes taken at different times is what such a
+    slowdown cannot move (docs/validation.md)."""
+    if not passes:
+        raise ValueError("median_of_passes: no passes")
+    first = passes[0]
+
+    def machine(s: MeasurementSet) -> DeviceInfo:
+        return s.device.model_copy(update={"created": ""})  # every pass has its own time
+
+    for p in passes[1:]:
+        if machine(p) != machine(first) or p.quick != first.quick:
+            raise ValueError("median_of_passes: passes from different devices or grids "
+                             f"({first.device.name} quick={first.quick} against "
+                             f"{p.device.name} quick={p.quick})")
+    points: dict[tuple[str, str, int], list[Measurement]] = {}
+    for p in passes:
+        seen: dict[tuple[str, str], int] = {}
+        for m in p.measurements:
+            shape = (m.bench, json.dumps(m.params, sort_keys=True))
+            k = seen.get(shape, 0)
+            seen[shape] = k + 1
+            points.setdefault((*shape, k), []).append(m)
+    kept = []
+    for ms in points.values():
+        ranked = sorted(ms, key=lambda m: m.median_s)
+        kept.append(ranked[(len(ranked) - 1) // 2])
+    return first.model_copy(update={"measurements": kept})

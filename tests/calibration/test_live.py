@@ -322,6 +322,42 @@ def test_validate_smoke_produces_the_table(tmp_path: Path, tiny_calibration: Non
     json.dumps(data)  # the --json output is serialisable
 
 
+def test_validate_interleaves_calibration_passes_with_the_live_repeats(
+        tmp_path: Path, tiny_calibration: None) -> None:
+    """The first pass measures every family; each later repeat is preceded by a pass of
+    the job's engine and trainer; the profile is fitted after the last live run, on the
+    points' medians over the passes."""
+    from calibration.live.runner import LiveConfig
+    from calibration.live.validate import REPEATED_FAMILIES, Plan, validate
+    from calibration.measurements import MeasurementSet, median_of_passes
+    from calibration.run import FAMILIES
+
+    live = LiveConfig(steps=2, prompts_per_step=2, samples_per_prompt=2, max_running=4,
+                      max_response_len=4, max_len=40, reward_workers=1, env_workers=1,
+                      lm=replace(SMALL, max_positions=40))
+    p = Plan(("sync",), quick=True, repeats=2, live=live, sft_steps=2, sft_batch=4)
+    lines: list[str] = []
+    v = validate(p, tmp_path, progress=lines.append)
+    passes = [MeasurementSet.model_validate_json(
+        (tmp_path / f"measurements-pass-{i}.json").read_text()) for i in (1, 2)]
+    repeated = {b for f in REPEATED_FAMILIES for b in FAMILIES[f].BENCHES}
+    assert {m.bench for m in passes[0].measurements} > repeated
+    assert {m.bench for m in passes[1].measurements} == repeated
+    used = MeasurementSet.model_validate_json((tmp_path / "measurements.json").read_text())
+    assert used == median_of_passes(passes)
+    assert v.as_json()["calibration_passes"] == 2
+    # Order: pass 1, live repeat 0, pass 2, live repeat 1, then the fit.
+    first_live = next(i for i, s in enumerate(lines) if s.startswith("sync step 0"))
+    second_pass = next(i for i, s in enumerate(lines) if i > first_live
+                       and s.startswith("calibrate: engine_decode"))
+    second_live = next(i for i, s in enumerate(lines) if i > second_pass
+                       and s.startswith("sync step 0"))
+    fitted = next(i for i, s in enumerate(lines) if s.startswith("calibrate: profile"))
+    assert first_live < second_pass < second_live < fitted
+    assert "from 2 pass(es)" in lines[fitted]
+    assert len(v.runs["sync"]) == 2
+
+
 def test_async_live_run_trains_every_sample_once_within_staleness() -> None:
     """The live async mode (alpha = 1): batches 0 and 1 start at once, batch n + 2 after step
     n's weight sync, each step trains complete groups of samples that started at most one
