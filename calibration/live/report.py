@@ -106,8 +106,9 @@ def markdown(v: Validation, wall_s: float) -> str:
         f"environment worker processes",
         f"- two processes (controller+trainer, rollout engine), {cfg.threads} torch thread "
         f"each; repeats per mode: {p.repeats}; {v.placement}",
-        f"- profile: `{v.profile_path}`, calibrated just before the runs in "
-        f"{v.calibration_s:.0f} s",
+        f"- profile: `{v.profile_path}`, calibrated in {v.calibration_passes} pass(es) "
+        "(every family first, the job's engine and trainer again before each later repeat; "
+        f"each point the median over the passes) taking {v.calibration_s:.0f} s",
         "",
         "## Step time, live vs simulated",
         "",

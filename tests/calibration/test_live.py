@@ -356,6 +356,8 @@ def test_validate_interleaves_calibration_passes_with_the_live_repeats(
     assert first_live < second_pass < second_live < fitted
     assert "from 2 pass(es)" in lines[fitted]
     assert len(v.runs["sync"]) == 2
+    from calibration.live.report import markdown
+    assert "calibrated in 2 pass(es)" in markdown(v, 1.0)
 
 
 def test_async_live_run_trains_every_sample_once_within_staleness() -> None:
