@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_bad_input import run_cli
+from tests.processes import interruptible
 from tests.scenarios import tiny, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +90,8 @@ def test_compare_checks_every_scenario_before_running_any(tmp_path, monkeypatch,
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "rlsim.cli", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
 
 
 def _interrupt_once_running(proc: subprocess.Popen[str], marker: str) -> tuple[str, str]:
@@ -108,7 +110,11 @@ def _interrupt_once_running(proc: subprocess.Popen[str], marker: str) -> tuple[s
             break
     else:
         proc.kill()
-    out, err = proc.communicate(timeout=240)
+    try:
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # not left running (a 200,000-step run grows to GBs)
+        raise
     return out, "".join(seen) + err
 
 

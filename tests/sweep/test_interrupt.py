@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from rlsim.sweep import build_spec, read_results, run_sweep
 from tests.cli.test_bad_input import run_cli
+from tests.processes import interruptible
 from tests.scenarios import tiny, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,8 @@ def _parts(out: Path) -> list[Path]:
 def _start_and_wait(path: Path, out: Path, jobs: int, at_least: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen(_sweep_args(path, out, "--jobs", str(jobs)), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: workers die with it
+                            start_new_session=True,  # its own group: workers die with it
+                            preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while len(_parts(out)) < at_least:
         assert proc.poll() is None, proc.communicate()
