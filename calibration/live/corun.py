@@ -66,11 +66,16 @@ def _engine_trace(cfg: LMConfig) -> Callable[[], float]:
     return once
 
 
+def _work(side: str, cfg: LMConfig) -> Callable[[], float]:
+    """The timed callable of `side` ("train" or "engine")."""
+    return _train_step(cfg) if side == "train" else _engine_trace(cfg)
+
+
 def _loop(side: str, cfg: LMConfig, cores: frozenset[int], ready: Event, stop: Event) -> None:
     """The neighbour: `side` ("train" or "engine") over and over on `cores` until `stop`."""
     with pinned(cores):
         torch.set_num_threads(1)
-        work = _train_step(cfg) if side == "train" else _engine_trace(cfg)
+        work = _work(side, cfg)
         work()
         ready.set()
         while not stop.is_set():
@@ -88,7 +93,7 @@ def measure(cfg: LMConfig, rounds: int = 4, reps: int = 5) -> dict[str, Any]:
     for side, own, other, neighbour in (("train", place.trainer, place.rollout, "engine"),
                                         ("engine", place.rollout, place.trainer, "train")):
         with pinned(own):
-            work = _train_step(cfg) if side == "train" else _engine_trace(cfg)
+            work = _work(side, cfg)
             work()  # warm-up
             alone: list[float] = []
             beside: list[float] = []
