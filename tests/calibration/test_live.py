@@ -360,6 +360,21 @@ def test_validate_interleaves_calibration_passes_with_the_live_repeats(
     assert "calibrated in 2 pass(es)" in markdown(v, 1.0)
 
 
+def test_frozen_heap_freezes_for_the_block_and_leaves_a_callers_freeze_alone() -> None:
+    import gc
+
+    from calibration.live.runner import frozen_heap
+
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with frozen_heap():  # nested: already frozen, nothing changes
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
+
+
 def test_async_live_run_trains_every_sample_once_within_staleness() -> None:
     """The live async mode (alpha = 1): batches 0 and 1 start at once, batch n + 2 after step
     n's weight sync, each step trains complete groups of samples that started at most one
