@@ -158,12 +158,15 @@ def fit(
         "--steps", min=2, help="Steps of each fitting simulation (one is warm-up).")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print per-phase measured and simulated seconds as JSON.")] = False,
-    force: ForceOpt = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Write into a non-empty --out, and fit a log that does not match "
+        "the scenario (framework, lengths, GPUs, batch), with a warning in fit.md.")] = False,
 ) -> None:
     """Fit the framework knobs a measured run identifies; write fitted.yaml and a report."""
     from rlsim.config.loading import load_scenario
+    from rlsim.fit.checks import implausible, mismatches
     from rlsim.fit.fitter import fit as run_fit
-    from rlsim.fit.logs import read_log
+    from rlsim.fit.logs import read_log, summary
     from rlsim.fit.report import fit_json, write_fit
     from rlsim.prepare import prepare
 
@@ -176,8 +179,17 @@ def fit(
         except ScenarioError as err:
             raise ScenarioError(err.field, err.message, str(scenario)) from None
         run = read_log(log)
+        different = mismatches(sc, summary(run))
+        if different and not force:
+            raise ScenarioError(str(log), f"not the scenario's job: {'; '.join(different)} "
+                                "(fit the log to its own job's scenario, or pass --force)")
         result = run_fit(sc, run, steps, base_dir=base,
                          progress=lambda line: typer.echo(f"rlsim fit: {line}", err=True))
+        result.mismatches = different
+        result.implausible = implausible(result.params, result.step.measured_s)
+        for line in [*(f"warning: fitted anyway (--force): {m}" for m in different),
+                     *(f"warning: implausible {m}" for m in result.implausible)]:
+            typer.echo(f"rlsim fit: {line}", err=True)
         write_fit(result, out)
     except ScenarioError as err:
         fail(err.line())

@@ -768,6 +768,11 @@ class FrameworkConfig(Frozen):
     A scenario without this section runs exactly as rlsim's own cost model prices it
     (docs/cost-model.md, "Fitted framework knobs")."""
 
+    name: Literal["verl", "roll", "nemo-rl", "openrlhf", "slime"] | None = Field(
+        default=None,
+        description="The RL framework that runs the job (`rlsim import` sets it). `rlsim fit` "
+        "refuses a log of another framework (--force fits it anyway); none: not stated, "
+        "and not checked.")
     train_speed: float = Field(
         default=1.0, ge=0.05, le=4.0,
         description="The trainer's kernel throughput relative to rlsim's calibrated kernels: "

@@ -187,6 +187,8 @@ class FitResult:
     solver: dict[str, Any]
     noise: dict[str, Any]             # how s^2 was estimated
     notes: list[str] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)  # log vs scenario, fitted by --force
+    implausible: list[str] = field(default_factory=list)  # fitted values to distrust
 
     def fitted_scenario(self) -> Scenario:
         return Scenario.model_validate(self.scenario)

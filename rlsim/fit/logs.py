@@ -84,6 +84,9 @@ _LEN_STATS = ("mean", "max", "min", "clip_ratio")
 # MFU: `perf/mfu/actor` (ray_trainer.py:1265, fsdp_workers.py:912); `mfu/actor` before
 # 6133ae9 (2025-03-15).
 _VERL_THROUGHPUT = ("perf/throughput",)
+# perf/total_num_tokens: metric_utils.py:299, the trained batch's prompt and response tokens
+# (the attention mask's sum), the numerator of perf/throughput.
+_VERL_TOTAL_TOKENS = "perf/total_num_tokens"
 _VERL_MFU = ("perf/mfu/actor", "mfu/actor")
 
 # ---------------------------------------------------------------------------------------------
@@ -169,6 +172,7 @@ class StepRecord:
     line: int                       # source line (or row) it came from
     warmup: bool = False            # the first timed step of a run segment (see kept())
     other_s: dict[str, float] = field(default_factory=dict)  # other timers, as logged
+    total_tokens: float | None = None  # the trained batch's tokens (veRL perf/total_num_tokens)
 
 
 @dataclass
@@ -239,6 +243,11 @@ def summary(run: MeasuredRun) -> dict[str, Any]:
     phases = medians([r.phases_s for r in kept], PHASES)
     throughputs = [r.throughput for r in kept if r.throughput is not None]
     mfus = [r.mfu for r in kept if r.mfu is not None]
+    totals = [r.total_tokens for r in kept if r.total_tokens is not None]
+    # GPUs: veRL's throughput is the batch's tokens / (step seconds x GPUs) (metric_utils.py:
+    # 302), so each step that logs all three says how many GPUs ran it.
+    gpus = [r.total_tokens / (r.throughput * r.phases_s["step"]) for r in kept
+            if r.total_tokens and r.throughput and r.phases_s.get("step")]
     return {
         "source": run.source,
         "format": run.format,
@@ -252,6 +261,8 @@ def summary(run: MeasuredRun) -> dict[str, Any]:
         "prompt_len": medians([r.prompt_len for r in kept], _LEN_STATS),
         "throughput": float(statistics.median(throughputs)) if throughputs else None,
         "mfu": float(statistics.median(mfus)) if mfus else None,
+        "total_tokens": float(statistics.median(totals)) if totals else None,
+        "gpus": float(statistics.median(gpus)) if gpus else None,
         "notes": list(run.notes),
     }
 
@@ -608,6 +619,9 @@ def _verl_record(row: _Row, rec: StepRecord) -> None:
                     _add_phase(rec, phase, x)
             elif "/" not in name:
                 _keep_other(rec, name, value)   # e.g. generate_sequences, save_checkpoint
+            continue
+        if key == _VERL_TOTAL_TOKENS:
+            rec.total_tokens = _number(key, value, where, nonneg=True)
             continue
         _read_common(key, value, where, rec, _VERL_LENGTHS, _VERL_THROUGHPUT, _VERL_MFU)
 

@@ -78,7 +78,13 @@ def _left_at(result: FitResult, name: str) -> str:
 def _sections(result: FitResult) -> list[_Section]:
     r = result
     dropped = "; ".join(f"step {k}: {v}" for k, v in sorted(r.steps_dropped.items()))
-    out = [_Section("Run", [
+    out = []
+    if r.mismatches or r.implausible:
+        out.append(_Section("Warnings", [
+            *(f"- The log does not match the scenario (fitted anyway: --force): {m}."
+              for m in r.mismatches),
+            *(f"- Implausible: {m}." for m in r.implausible)]))
+    out += [_Section("Run", [
         f"Log `{r.source}` ({r.log_format}); steps kept: "
         f"{', '.join(map(str, r.steps_kept))}" + (f"; left out: {dropped}." if dropped else "."),
         f"Scenario `{r.input_name}`; fitted regime: {r.regime.describe()}.",
@@ -261,6 +267,8 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                    "model": r.regime.model},
         "simulations": r.simulations,
         "notes": list(r.notes),
+        "mismatches": list(r.mismatches),
+        "implausible": list(r.implausible),
     })
 
 

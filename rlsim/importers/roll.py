@@ -1588,6 +1588,7 @@ def _rewards(cfg: _Config, imp: Imported, agentic: bool) -> None:
 
 
 def _weight_sync(cfg: _Config, imp: Imported) -> None:
+    imp.set("framework.name", "roll", "rlsim import roll")
     imp.set("weight_sync.framework", "roll", "ROLL's model update "
             "(roll/third_party/megatron/model_update.py)")
     size, src = cfg.get("model_update_buffer_size_mb", _to_pos_int, 1024,

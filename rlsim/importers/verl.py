@@ -719,6 +719,7 @@ class _Builder:
         c, f = self.cfg, self.facts
         name = f.name or self.path.stem
         self.set("name", name, "--name" if f.name else "the config file's name")
+        self.set("framework.name", "verl", "rlsim import verl")
         if f.steps is not None:
             self.set("steps", f.steps, "--steps")
         self._model()

@@ -131,10 +131,20 @@ def test_import_set_hydra_refuses_names_the_set(framework, config, word, start, 
     assert line.startswith(f"rlsim: error: --set {word}: {start}")
 
 
-def test_fit_writes_the_fitted_scenario_and_report(tmp_path, monkeypatch, capsys) -> None:
+def _verl_job(tmp_path, monkeypatch, capsys, *sets: str) -> Path:
+    """The veRL script imported; `sets`: its --set overrides. The gsm8k log's batch is 2,716
+    samples a step (perf/total_num_tokens over the mean prompt + response length) on 8 GPUs,
+    so `data.train_batch_size=512` (x rollout.n 5) is its job."""
     job = tmp_path / "job.yaml"
-    run_cli(["import", "verl", str(VERL_SCRIPT), "--gpu", "H100",
-             "--response-len-median", "300", "--out", str(job)], monkeypatch, capsys)
+    code, _, _ = run_cli(["import", "verl", str(VERL_SCRIPT), "--gpu", "H100",
+                          "--response-len-median", "300", "--out", str(job),
+                          *(w for s in sets for w in ("--set", s))], monkeypatch, capsys)
+    assert code == 0
+    return job
+
+
+def test_fit_writes_the_fitted_scenario_and_report(tmp_path, monkeypatch, capsys) -> None:
+    job = _verl_job(tmp_path, monkeypatch, capsys, "data.train_batch_size=512")
     out = tmp_path / "fit"
     code, stdout, _ = run_cli(["fit", str(job), "--log", str(LOGS / "verl_console_gsm8k.log"),
                                "--out", str(out), "--json"], monkeypatch, capsys)
@@ -143,8 +153,9 @@ def test_fit_writes_the_fitted_scenario_and_report(tmp_path, monkeypatch, capsys
     assert {"phases", "step", "params", "unidentified"} <= set(result)
     assert next(iter(result)) == "schema_version"
     assert {p.name for p in out.iterdir()} >= {"fitted.yaml", "fit.md", "fit.html"}
+    assert result["mismatches"] == []
     fitted = yaml.safe_load((out / "fitted.yaml").read_text())
-    assert "framework" in fitted
+    assert "framework" in fitted and fitted["framework"]["name"] == "verl"
     # the fitted scenario runs like any other
     code, _, _ = run_cli(["run", str(out / "fitted.yaml"), "--set", "steps=2", "--json"],
                          monkeypatch, capsys)
@@ -162,3 +173,41 @@ def test_fit_bad_log_names_the_line(tmp_path, monkeypatch, capsys) -> None:
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and f"{log}:" in err
     assert not (out / "fitted.yaml").exists()
+
+
+def test_fit_refuses_a_log_of_another_framework_in_one_line(tmp_path, monkeypatch,
+                                                            capsys) -> None:
+    job = _verl_job(tmp_path, monkeypatch, capsys)
+    out = tmp_path / "fit"
+    code, _, err = run_cli(["fit", str(job), "--log", str(LOGS / "roll_rlvr.log"),
+                            "--out", str(out)], monkeypatch, capsys)
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert "roll_rlvr.log" in line and "framework: the log is ROLL" in line
+    assert "framework.name is verl" in line and "--force" in line
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_fit_names_every_mismatch_and_force_fits_with_a_warning(tmp_path, monkeypatch,
+                                                                capsys) -> None:
+    # The gsm8k log (8 GPUs, 2,716 samples a step, responses up to 1,011 tokens) on the
+    # script's job at 16 GPUs, 1,024 x 5 samples and a 512-token cap.
+    job = _verl_job(tmp_path, monkeypatch, capsys, "trainer.nnodes=2",
+                    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+                    "data.max_response_length=512")
+    out = tmp_path / "fit"
+    log = LOGS / "verl_console_gsm8k.log"
+    code, _, err = run_cli(["fit", str(job), "--log", str(log), "--out", str(out)],
+                           monkeypatch, capsys)
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert "lengths: the log's responses reach 1011 tokens" in line
+    assert "GPUs: the log's throughput says 8.0 GPUs" in line and "scenario has 16" in line
+    assert "batch: the log trained 2716 samples" in line and "= 5120" in line
+    code, stdout, err = run_cli(["fit", str(job), "--log", str(log), "--out", str(out),
+                                 "--force", "--json"], monkeypatch, capsys)
+    assert code == 0
+    assert len(json.loads(stdout)["mismatches"]) == 3
+    assert "warning: fitted anyway (--force): GPUs" in err
+    md = (out / "fit.md").read_text()
+    assert "## Warnings" in md and "does not match the scenario (fitted anyway: --force)" in md
