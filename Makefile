@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report robustrl-report crosscheck-vidur setup clean
+.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report robustrl-report crosscheck-vidur setup clean framework-profiles
 
 # Installs come from the lock files (requirements/README.md): exact versions with hashes,
 # written by uv; rlsim itself goes in editable, without resolving anything more. torch is
@@ -203,6 +203,11 @@ engine-points: $(STAMP)
 .PHONY: real-runs-fit
 real-runs-fit: $(STAMP)
 	$(BIN)/python -m calibration.realruns.fitcheck
+
+# rlsim/config/frameworks.json and reports/framework-profiles.md: each framework's profile
+# fitted on the corpus's calibration split and checked on its validation split (~1 min).
+framework-profiles: $(STAMP)
+	$(BIN)/python -m calibration.frameworks
 
 # reports/crosscheck-vidur.md: rlsim's rollout engine against Vidur's vLLM scheduler on the
 # same request batches (crosscheck/README.md). Vidur lives in its own environment,

@@ -662,8 +662,8 @@ add_plugins(app)
 
 @app.command("list")
 def list_(what: Annotated[str, typer.Argument(
-        help="scenarios | gpus | models | policies")]) -> None:
-    """List shipped scenarios, catalogue GPUs and models, or policies."""
+        help="scenarios | gpus | models | policies | frameworks")]) -> None:
+    """List shipped scenarios, catalogue GPUs and models, policies, or framework profiles."""
     from rlsim.config.hardware import GPUS, MODELS
 
     if what == "gpus":
@@ -687,8 +687,21 @@ def list_(what: Annotated[str, typer.Argument(
         for p in sorted(_scenario_dir().rglob("*.yaml")):
             if not p.name.endswith(".model.yaml"):
                 typer.echo(str(p))
+    elif what == "frameworks":
+        from rlsim.config.frameworks import profiles
+
+        for prof in profiles().values():
+            params = ", ".join(
+                f"{p.name} {p.value:.3g}{' ' + p.unit if p.unit else ''} "
+                f"[{p.ci95[0]:.3g}, {p.ci95[1]:.3g}]" for p in prof.params.values())
+            typer.echo(f"{prof.name:8s} {params}; discrepancy {prof.discrepancy_log_sd:.3f} "
+                       f"(log sd); {len(prof.calibration_records)} calibration records: "
+                       + ", ".join(prof.calibration_records))
+        typer.echo("(95% intervals; fitted on the corpus's calibration split by `python -m "
+                   "calibration.frameworks`, reports/framework-profiles.md)")
     else:
-        fail(f"list: unknown {what!r}; choose scenarios, gpus, models or policies")
+        fail(f"list: unknown {what!r}; choose scenarios, gpus, models, policies or "
+             "frameworks")
 
 
 @app.command()

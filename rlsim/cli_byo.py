@@ -186,7 +186,8 @@ def fit(
         result = run_fit(sc, run, steps, base_dir=base,
                          progress=lambda line: typer.echo(f"rlsim fit: {line}", err=True))
         result.mismatches = different
-        result.implausible = implausible(result.params, result.step.measured_s)
+        result.implausible = implausible(result.params, result.step.measured_s,
+                                         sc.framework.name)
         for line in [*(f"warning: fitted anyway (--force): {m}" for m in different),
                      *(f"warning: implausible {m}" for m in result.implausible)]:
             typer.echo(f"rlsim fit: {line}", err=True)

@@ -770,9 +770,15 @@ class FrameworkConfig(Frozen):
 
     name: Literal["verl", "roll", "nemo-rl", "openrlhf", "slime"] | None = Field(
         default=None,
-        description="The RL framework that runs the job (`rlsim import` sets it). `rlsim fit` "
-        "refuses a log of another framework (--force fits it anyway); none: not stated, "
-        "and not checked.")
+        description="The RL framework that runs the job (`rlsim import` sets it). Its "
+        "profile (`rlsim list frameworks`: knobs calibrated on public runs) gives every "
+        "knob of this section that the scenario does not set; `rlsim fit` refuses a log of "
+        "another framework (--force fits it anyway). None: not stated, rlsim's own "
+        "constants.")
+    profile: bool = Field(
+        default=True,
+        description="Take the knobs this section does not set from `name`'s framework "
+        "profile; false: rlsim's own constants (the knobs' defaults).")
     train_speed: float = Field(
         default=1.0, ge=0.05, le=4.0,
         description="The trainer's kernel throughput relative to rlsim's calibrated kernels: "
@@ -797,6 +803,19 @@ class FrameworkConfig(Frozen):
         default=0.0, ge=0, le=3600.0,
         description="Seconds added to every step's controller phase (driver work rlsim does "
         "not price: logging, metrics, data loading, checkpoint bookkeeping).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_knobs(cls, data: Any) -> Any:
+        """The framework profile's knobs for those the scenario does not set."""
+        if not isinstance(data, dict) or not data.get("name") or data.get("profile") is False:
+            return data
+        from rlsim.config.frameworks import profiles
+
+        prof = profiles().get(str(data["name"]))
+        if prof is None:
+            return data
+        return {**prof.knobs(), **data}
 
 
 class Scenario(Frozen):

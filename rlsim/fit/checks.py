@@ -8,18 +8,21 @@ Owns two checks of `rlsim fit` (docs/fit.md, "Checks"):
   scenario's caps), the GPU count and the batch (from veRL's `perf/total_num_tokens` and
   `perf/throughput`, where the log has them). The CLI refuses the fit on any of them (exit
   2) unless `--force`, and then fit.md carries them as warnings.
-- `implausible(params)`: fitted values so far from rlsim's own model that the log and the
-  scenario more likely describe different jobs than rlsim missing a cost. Until framework
-  profiles (issue 37) give each knob a calibrated range, the range is stated here:
-  `SPEED_RANGE` for the speeds, `OVERHEAD_SHARE` of the measured step for the overheads.
+- `implausible(params)`: fitted values so far from what is expected that the log and the
+  scenario more likely describe different jobs than rlsim missing a cost. A speed's range
+  is its framework profile's interval widened by its discrepancy (`speed_range`), or
+  `SPEED_RANGE` around rlsim's own model for a scenario without a profile; an overhead may
+  be at most `OVERHEAD_SHARE` of the measured step.
 
 Only `measured` (the log's summary, `rlsim.fit.logs.summary`) and the scenario are read.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from rlsim.config.frameworks import profiles
 from rlsim.config.scenario import Scenario
 from rlsim.fit.fitter import ParamFit, regime_of
 
@@ -38,6 +41,10 @@ framework) are flagged. The corpus's own fits (reports/real-runs-fit.md) range 0
 except a MoE trainer (0.13), whose 8x says what rlsim's MoE training misses, not what the
 framework pays; a log of another job lands far outside (a ROLL log fitted to a veRL
 scenario came out at `rollout_speed` 0.13, issue 37)."""
+
+PROFILE_WIDEN = 3.0
+"""With a framework profile, a fitted speed is plausible within the profile's 95% interval
+widened by 3 discrepancies (its log-space sd per residual) on each side."""
 
 OVERHEAD_SHARE = 0.5
 """A fitted overhead that is more than this share of the measured step is flagged: the fit
@@ -86,18 +93,35 @@ def _off(derived: float, stated: float) -> bool:
     return abs(derived - stated) > COUNT_TOLERANCE * stated
 
 
-def implausible(params: dict[str, ParamFit], step_s: float) -> list[str]:
-    """Each fitted knob outside its plausible range, one line each (empty: none)."""
+def speed_range(framework: str | None, knob: str) -> tuple[float, float, str]:
+    """The plausible range of a fitted speed and where it comes from: the framework
+    profile's 95% interval widened by PROFILE_WIDEN times its discrepancy (log sd) on each
+    side, where the scenario names a framework whose profile has the knob; else
+    SPEED_RANGE."""
+    prof = profiles().get(framework or "")
+    param = None if prof is None else (prof.params.get(knob) or prof.params.get("speed"))
+    if prof is None or param is None:
+        return (*SPEED_RANGE, "rlsim's own model")
+    widen = math.exp(PROFILE_WIDEN * prof.discrepancy_log_sd)
+    return (param.ci95[0] / widen, param.ci95[1] * widen,
+            f"the {prof.name} profile's {param.name} {param.value:.3g}")
+
+
+def implausible(params: dict[str, ParamFit], step_s: float,
+                framework: str | None = None) -> list[str]:
+    """Each fitted knob outside its plausible range, one line each (empty: none);
+    `framework`: the scenario's `framework.name`, whose profile sets the speeds' range."""
     out = []
-    lo, hi = SPEED_RANGE
     for p in params.values():
         if p.name in ("train_speed", "rollout_speed", "speed"):
+            lo, hi, what = speed_range(framework, p.name)
             if not lo <= p.value <= hi:
-                slower = p.value < 1
-                factor = 1 / p.value if slower else p.value
+                ref = math.sqrt(lo * hi)
+                slower = p.value < ref
+                factor = ref / p.value if slower else p.value / ref
                 out.append(f"{p.name} {p.value:.3g}: the measured run is {factor:.1f}x "
-                           f"{'slower' if slower else 'faster'} than rlsim prices it, "
-                           f"outside {lo:.2f}-{hi:.0f}; the log and the scenario may describe "
+                           f"{'slower' if slower else 'faster'} than {what} prices it, "
+                           f"outside {lo:.2f}-{hi:.2f}; the log and the scenario may describe "
                            "different jobs (model, GPUs, lengths, engine settings)")
         elif p.name.endswith("_overhead") and step_s > 0 and p.value > OVERHEAD_SHARE * step_s:
             out.append(f"{p.name} {p.value:.3g} s is {p.value / step_s:.0%} of the measured "
