@@ -44,7 +44,7 @@ from calibration.realruns.records import ROOT, RunRecord, load_records
 from calibration.realruns.split import _framework, load_split
 from calibration.realruns.table import Row
 from calibration.realruns.translate import Translation, translate
-from rlsim.config.frameworks import PROFILES_PATH
+from rlsim.config.frameworks import PROFILES_PATH, FrameworkProfile, ProfileParam
 
 REPORT_PATH = ROOT / "reports" / "framework-profiles.md"
 FRAMEWORKS = ("verl", "nemo-rl", "roll", "openrlhf", "slime")
@@ -166,13 +166,11 @@ def fit_framework(name: str, cases: list[Case]) -> Profile:
 
 
 def knob_values(profile: Profile) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for p, d in profile.params.items():
-        if p == "speed":
-            out["train_speed"] = out["rollout_speed"] = d["value"]
-        else:
-            out[p] = d["value"]
-    return out
+    """The `framework` knobs a scenario takes from `profile` (as rlsim reads it)."""
+    params = {k: ProfileParam(k, d["value"], tuple(d["ci95"]), d["unit"])
+              for k, d in profile.params.items()}
+    return FrameworkProfile(profile.framework, params, profile.discrepancy,
+                            tuple(profile.records), profile.residuals).knobs()
 
 
 def _err(row: Row) -> float | None:
