@@ -60,10 +60,26 @@ def describe(job: PreparedJob) -> dict[str, Any]:
         "host_memory_per_node_bytes": {"needed": mem.host_bytes_per_node,
                                        "available": mem.host_memory_per_node},
         "faults": faults,
+        "framework": _framework(sc),
         "work": {"samples": job.work.samples, "tokens": job.work.tokens,
                  "events": job.work.events, "wall_s": job.work.wall_s,
                  "memory_bytes": job.work.memory_bytes},
     }
+
+
+# The `framework` knobs and their no-op defaults (docs/cost-model.md, "Fitted framework knobs").
+KNOB_DEFAULTS = {"train_speed": 1.0, "rollout_speed": 1.0, "micro_batch_overhead": None,
+                 "weight_sync_overhead": 0.0, "step_overhead": 0.0}
+
+
+def _framework(sc: Any) -> dict[str, Any]:
+    """The framework the job names, whether its profile applies, and the knobs in force."""
+    from rlsim.config.frameworks import profiles
+
+    fw = sc.framework
+    return {"name": fw.name,
+            "profile": bool(fw.profile and fw.name is not None and fw.name in profiles()),
+            "knobs": {k: getattr(fw, k) for k in KNOB_DEFAULTS}}
 
 
 def lines(d: dict[str, Any]) -> list[str]:
@@ -113,6 +129,15 @@ def lines(d: dict[str, Any]) -> list[str]:
                    + (f"; {worst['expected_faults']:.3g} in {worst['what']}" if worst
                       else "")
                    + f"; a run stops if no step finishes in {format_duration(f['stall_s'])}")
+    fw = d["framework"]
+    moved = {k: v for k, v in fw["knobs"].items() if v != KNOB_DEFAULTS[k]}
+    if fw["name"] is not None or moved:
+        knobs = ", ".join(f"{k} {v:.3g}" + (" s" if k.endswith("overhead") else "")
+                          for k, v in moved.items()) or "rlsim's own constants"
+        source = (" (the knobs the file does not set come from its profile: `rlsim list "
+                  "frameworks`; framework.profile: false for rlsim's own constants)"
+                  if fw["profile"] else "")
+        out.append(f"framework: {fw['name'] or 'not named'}; knobs: {knobs}{source}")
     w = d["work"]
     out.append(f"size: about {w['samples']:,.0f} samples, {w['events']:.3g} events, "
                f"{format_duration(w['wall_s'])} and {w['memory_bytes'] / GIB:.2g} GiB to "

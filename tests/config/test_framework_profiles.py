@@ -70,3 +70,22 @@ def test_list_frameworks(monkeypatch, capsys):
         [line] = [x for x in out.splitlines() if x.startswith(name + " ")]
         assert all(f"{p} " in line for p in prof.params)
         assert f"{len(prof.calibration_records)} calibration records" in line
+
+
+def test_check_says_which_knobs_are_in_force_and_where_they_come_from(tmp_path, monkeypatch,
+                                                                      capsys):
+    from tests.scenarios import write
+
+    path = write(tmp_path, tiny(framework={"name": "verl"}))
+    code, out, _ = run_cli(["check", str(path)], monkeypatch, capsys)
+    assert code == 0
+    [line] = [x for x in out.splitlines() if x.startswith("framework: ")]
+    assert line.startswith("framework: verl; knobs: train_speed ")
+    assert "come from its profile" in line
+    code, out, _ = run_cli(["check", str(path), "--json"], monkeypatch, capsys)
+    fw = json.loads(out)["framework"]
+    assert fw["name"] == "verl" and fw["profile"] is True
+    assert fw["knobs"]["train_speed"] == pytest.approx(profiles()["verl"].knobs()["train_speed"])
+    code, out, _ = run_cli(["check", str(write(tmp_path, tiny(), "plain.yaml"))],
+                           monkeypatch, capsys)
+    assert not any(x.startswith("framework: ") for x in out.splitlines())
