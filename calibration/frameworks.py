@@ -44,14 +44,18 @@ from calibration.realruns.records import ROOT, RunRecord, load_records
 from calibration.realruns.split import _framework, load_split
 from calibration.realruns.table import Row
 from calibration.realruns.translate import Translation, translate
-from rlsim.config.frameworks import PROFILES_PATH, FrameworkProfile, ProfileParam
+from rlsim.config.frameworks import (
+    FRAMEWORK_NAMES,
+    PROFILES_PATH,
+    FrameworkProfile,
+    ProfileParam,
+)
+from rlsim.fit.fitter import knob_bounds
 
 REPORT_PATH = ROOT / "reports" / "framework-profiles.md"
-FRAMEWORKS = ("verl", "nemo-rl", "roll", "openrlhf", "slime")
+FRAMEWORKS = FRAMEWORK_NAMES
 COMPARED = ("gen", "logprob", "update_actor")  # with the step; `remainder` is not compared
 Z95 = float(norm.ppf(0.975))
-BOUNDS = {"speed": (0.05, 4.0), "rollout_speed": (0.05, 4.0), "train_speed": (0.05, 4.0),
-          "step_overhead": (0.0, 3600.0)}
 OVERHEAD_SCALE_S = 10.0  # the solver's unit for step_overhead
 
 
@@ -140,9 +144,11 @@ def fit_framework(name: str, cases: list[Case]) -> Profile:
     # Inside the bounds (an overhead of 0 sits on its bound, where the trust region does
     # not move it).
     x0 = np.array([0.0 if n != "step_overhead" else 0.1 for n in names])
-    lo = [math.log(BOUNDS[n][0]) if n != "step_overhead" else 0.0 for n in names]
-    hi = [math.log(BOUNDS[n][1]) if n != "step_overhead" else BOUNDS[n][1] / OVERHEAD_SCALE_S
-          for n in names]
+    bounds = [knob_bounds(n) for n in names]  # the schema's
+    lo = [math.log(b[0]) if n != "step_overhead" else b[0] / OVERHEAD_SCALE_S
+          for n, b in zip(names, bounds, strict=True)]
+    hi = [math.log(b[1]) if n != "step_overhead" else b[1] / OVERHEAD_SCALE_S
+          for n, b in zip(names, bounds, strict=True)]
     sol = least_squares(evaluate, x0, bounds=(lo, hi), diff_step=1e-3, x_scale="jac")
     r, jac = sol.fun, sol.jac
     m, n = len(r), len(names)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlsim.config.limits import format_duration
+from rlsim.config.scenario import FrameworkConfig
 from rlsim.prepare import PreparedJob
 
 GIB = 2.0**30
@@ -67,9 +68,10 @@ def describe(job: PreparedJob) -> dict[str, Any]:
     }
 
 
-# The `framework` knobs and their no-op defaults (docs/cost-model.md, "Fitted framework knobs").
-KNOB_DEFAULTS = {"train_speed": 1.0, "rollout_speed": 1.0, "micro_batch_overhead": None,
-                 "weight_sync_overhead": 0.0, "step_overhead": 0.0}
+# The `framework` knobs and their no-op defaults, from the schema (docs/cost-model.md,
+# "Fitted framework knobs"); `name` and `profile` say where knobs come from, not a cost.
+KNOB_DEFAULTS = {k: f.default for k, f in FrameworkConfig.model_fields.items()
+                 if k not in ("name", "profile")}
 
 
 def _framework(sc: Any) -> dict[str, Any]:

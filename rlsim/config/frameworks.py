@@ -13,8 +13,13 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal, get_args
 
 PROFILES_PATH = Path(__file__).with_name("frameworks.json")
+
+FrameworkName = Literal["verl", "roll", "nemo-rl", "openrlhf", "slime"]
+"""The frameworks a scenario may name (`framework.name`)."""
+FRAMEWORK_NAMES: tuple[str, ...] = get_args(FrameworkName)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from rlsim.config import policy_caps
 from rlsim.config.base import Frozen
 from rlsim.config.faults import FaultsConfig, RecoveryConfig
+from rlsim.config.frameworks import FrameworkName, profiles
 from rlsim.config.hardware import (
     GpuSpec,
     ModelSpec,
@@ -768,7 +769,7 @@ class FrameworkConfig(Frozen):
     A scenario without this section runs exactly as rlsim's own cost model prices it
     (docs/cost-model.md, "Fitted framework knobs")."""
 
-    name: Literal["verl", "roll", "nemo-rl", "openrlhf", "slime"] | None = Field(
+    name: FrameworkName | None = Field(
         default=None,
         description="The RL framework that runs the job (`rlsim import` sets it). Its "
         "profile (`rlsim list frameworks`: knobs calibrated on public runs) gives every "
@@ -810,8 +811,6 @@ class FrameworkConfig(Frozen):
         """The framework profile's knobs for those the scenario does not set."""
         if not isinstance(data, dict) or not data.get("name") or data.get("profile") is False:
             return data
-        from rlsim.config.frameworks import profiles
-
         prof = profiles().get(str(data["name"]))
         if prof is None:
             return data
