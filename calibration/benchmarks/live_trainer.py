@@ -6,9 +6,11 @@ trainer on synthetic batches so the fit gets the trainer's achieved FLOP rate an
 per step (`train_mfu`, `train_step_overhead_s`) and per forward pass (`forward_mfu`,
 `forward_overhead_s`).
 
-`train_step` params {tokens, seq_tokens, + model dims, layers, vocab, dtype}: one optimizer
-step over `tokens` tokens of trajectories with lengths spread around the grid's length
-(`seq_tokens` = sum(L^2) / sum(L), the length their causal attention costs as). `forward`
+`train_step` params {tokens, seq_tokens, lengths, + model dims, layers, vocab, dtype}: one
+optimizer step over `tokens` tokens of trajectories with lengths spread around the grid's
+length (`seq_tokens` = sum(L^2) / sum(L), the length their causal attention costs as;
+`lengths` the trajectories' own, comma-separated: the trainer packs them into rows as wide
+as the longest and computes the pads too, which the fit prices with `train.pack_rows`). `forward`
 params (same): the no-grad forward that computes the old log-probs of that batch.
 """
 
@@ -42,9 +44,11 @@ def _points(bench: str, quick: bool) -> list[common.Point]:
 
 # Log-std of the trajectory lengths: an RL batch is long-tailed, and the live job's recorded
 # trajectories (prompt + turns) spread with a log-std of 0.39-0.44. The trainer packs a batch
-# into rows as wide as its longest trajectory, so the tail decides how many rows a step
-# computes: uniform lengths over [seq/2, 3 seq/2] packed into narrow rows and cost 11-13%
-# more per token than the live job's batches of the same tokens and seq_tokens.
+# into rows as wide as its longest trajectory, so the tail decides how many positions a step
+# computes, pads included: over batches of 600-1,600 tokens with median lengths 8-24 and
+# log-stds 0.15-0.6, the packed positions ran 1.01-1.46x the tokens, and a step's time was
+# linear in them (3.1% rms, against 11.9% linear in the tokens). The fit prices the packed
+# rows (`lengths`), so the spread matters less than when it priced tokens alone.
 LENGTH_SIGMA = 0.4
 
 # The old-log-prob forward (`ref`) is a step's first trainer phase: it runs once, after the
@@ -103,9 +107,11 @@ def run(device: str, quick: bool, progress: common.Progress | None = None,
             trainer.old_logprobs(trajs)
             fn = partial(_train, trainer, trajs) if bench == "train_step" else \
                 partial(_forward, trainer, trajs)
-            # seq_tokens: the length at which causal attention costs what these do
+            # seq_tokens: the length at which causal attention costs what these do; lengths:
+            # the samples, which the trainer packs into rows as wide as the longest (the
+            # fit prices those rows, pads included, as rlsim's `train.pack_rows` does)
             params = {"tokens": sum(lens), "seq_tokens": sum(n * n for n in lens) / sum(lens),
-                      **model_params(cfg),
+                      "lengths": ",".join(map(str, lens)), **model_params(cfg),
                       "dtype": "float32"}
             out.append(common.timed_point(bench, params, fn, "cpu", quick,
                                           idle_s=FORWARD_IDLE_S if bench == "forward" else 0.0))

@@ -16,7 +16,7 @@ from rlsim.config.hardware import GpuSpec, ModelSpec
 from rlsim.cost.inference import InferenceCost, StepCost
 from rlsim.cost.kernels import ElementwiseModel, GemmModel
 from rlsim.cost.profile import Profile
-from rlsim.cost.training import TrainCost
+from rlsim.cost.training import TrainBatching, TrainCost
 
 # Grids a quarter of which is held back from the fit and predicted afterwards.
 COMPUTE_BENCHES = ("gemm", "attention_decode", "attention_prefill", "layer_decode",
@@ -76,6 +76,14 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+def sample_lengths(params: Mapping[str, Any]) -> list[int] | None:
+    """A trainer point's samples' lengths (its `lengths` param, comma-separated), None when
+    the point does not record them."""
+    if "lengths" not in params:
+        return None
+    return [int(x) for x in str(params["lengths"]).split(",") if x]
+
+
 def _memo(cache: dict[K, V], key: K, make: Callable[[], V]) -> V:
     """cache[key], built by `make()` the first time."""
     hit = cache.get(key)
@@ -108,12 +116,15 @@ class Predictor:
             engine_model(params), self.device, 1, self.profile))
 
     def _trainer(self, params: Mapping[str, Any]) -> TrainCost:
-        """A one-GPU trainer of the benchmark's model, without activation recomputation."""
-        key = tuple(str(params.get(k)) for k in (*MODEL_KEYS, "dtype"))
+        """A one-GPU trainer of the benchmark's model, without activation recomputation;
+        one that packs rows (`pack_rows`) when the point records its samples' lengths."""
+        packs = "lengths" in params
+        key = (*(str(params.get(k)) for k in (*MODEL_KEYS, "dtype")), str(packs))
         d = dtype_bytes(str(params["dtype"])) if "dtype" in params else None
         return _memo(self._trainers, key, lambda: TrainCost(
             engine_model(params), self.device, 1, 1, 1, 1, self.profile,
-            recompute_activations=False, dtype_bytes=d))
+            recompute_activations=False, dtype_bytes=d,
+            batching=TrainBatching(recompute="none", pack_rows=packs)))
 
     def engine_step(self, bench: str, params: Mapping[str, Any]) -> StepCost:
         """The `InferenceCost.step` of one engine iteration: `engine_decode` runs `batch`
@@ -174,12 +185,13 @@ class Predictor:
             return self._engine(params).layer_step_s(0, 0, int(params["tokens"]))
         if bench in ENGINE_BENCHES:
             return self.engine_step(bench, params).total_s
-        if bench == "train_step":
-            return self._trainer(params).train_step(
-                int(params["tokens"]), float(params["seq_tokens"])).total_s
-        if bench == "forward":
-            return self._trainer(params).forward_s(int(params["tokens"]),
-                                                   float(params["seq_tokens"]))
+        if bench in TRAINER_BENCHES:
+            trainer = self._trainer(params)
+            tokens, seq = int(params["tokens"]), float(params["seq_tokens"])
+            lens = sample_lengths(params)
+            if bench == "train_step":
+                return trainer.train_step(tokens, seq, lens).total_s
+            return trainer.forward_s(tokens, seq, lens)
         raise ValueError(f"no rlsim prediction for benchmark {bench!r}")
 
 

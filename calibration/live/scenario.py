@@ -137,8 +137,10 @@ def scenario_dict(result: LiveResult, profile: Profile, profile_path: str,
                        if driver is not None else {})},
         # The trainer as the calibration measured it: FLOPs at the fitted MFU plus the fitted
         # fixed costs (`train_step`, `forward` benchmarks), not a framework backend's constants.
+        # It packs each step's trajectories into rows as wide as the longest and computes the
+        # pads (`grpo.pack`): `pack_rows`, as the benchmarks' fit priced them.
         "train": {"pool": "train", "backend": "profile", "recompute_activations": False,
-                  "ref_logprob": False,
+                  "pack_rows": True, "ref_logprob": False,
                   "old_logprob": True, "micro_batch_tokens": cfg.micro_batch_tokens},
         "reward": {"kind": "rule", "workers": cfg.reward_workers,
                    "latency": reward_latency(result)},

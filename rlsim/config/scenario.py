@@ -325,6 +325,13 @@ class TrainConfig(Frozen):
         "ROLL's Megatron use_remove_padding cuts the padded batch to that length "
         "(megatron_strategy.py _get_unpad_seqlen: 256 with cp 1, 2048 with cp > 1). None: "
         "the backend's own batching (megatron packs, fsdp pads to the longest).")
+    pack_rows: bool = Field(
+        default=False,
+        description="Whole-step MFU pricing (backend profile, or mfu set): each rank packs "
+        "its samples first-fit-decreasing into rows as wide as its longest sample and "
+        "computes every position of them, pads included, attention dense over the row (a "
+        "trainer that packs without variable-length attention: rlsim's live trainer, "
+        "calibration/live/grpo.py pack). False: the samples' own tokens.")
     param_offload: bool = Field(
         default=False, description="Parameters live in host memory between passes: loaded "
         "before and offloaded after each pass over PCIe (veRL fsdp_config.param_offload, "
@@ -409,6 +416,11 @@ class TrainConfig(Frozen):
             raise ValueError(
                 "train.overlap_cpu_optimizer_d2h_h2d: overlaps the hybrid CPU optimizer's "
                 "copies; set train.optimizer_offload_fraction above 0, or drop it")
+        if self.pack_rows and self.backend != "profile" and self.mfu is None:
+            raise ValueError(
+                f"train.pack_rows: prices the whole-step MFU path; backend {self.backend} "
+                "batches its own way: set train.backend: profile (or train.mfu), or drop "
+                "pack_rows")
         if self.pad_to_multiple_of is not None and self.micro_batch_size_per_gpu is None:
             raise ValueError("train.pad_to_multiple_of: pads fixed micro-batches; set "
                              "train.micro_batch_size_per_gpu too, or drop it")

@@ -358,6 +358,26 @@ def pack_fixed(lengths: Sequence[int], micro_batch_size: int,
     return out
 
 
+def packed_rows(lengths: Sequence[int]) -> tuple[int, int]:
+    """(rows, width) of `lengths` packed first-fit-decreasing into rows as wide as the
+    longest: each sample goes whole into the first row with room, else opens a row. A
+    trainer that packs this way without variable-length attention computes rows x width
+    positions, pads included (the live system's trainer, `calibration.live.grpo.pack`).
+    (0, 0) for no samples."""
+    if not lengths:
+        return 0, 0
+    width = max(lengths)
+    room: list[int] = []
+    for n in sorted(lengths, reverse=True):
+        for r, free in enumerate(room):
+            if free >= n:
+                room[r] = free - n
+                break
+        else:
+            room.append(width - n)
+    return len(room), width
+
+
 def pad_to_multiple(length: int, multiple: int) -> int:
     """`length` rounded up to a multiple of `multiple` (Megatron's context parallelism
     needs each sequence split into 2*cp equal chunks)."""

@@ -39,6 +39,7 @@ from rlsim.cost.backends import (
     mini_batches,
     pack_dynamic,
     pack_fixed,
+    packed_rows,
     pad_to_multiple,
     split_even,
 )
@@ -128,6 +129,9 @@ class TrainBatching:
     # (overlap_cpu_optimizer_d2h_h2d).
     optimizer_offload_fraction: float = 0.0
     overlap_cpu_optimizer_d2h_h2d: bool = False
+    # Whole-step MFU path: each rank packs its samples first-fit-decreasing into rows as
+    # wide as its longest and computes every position of them, pads included (`packed_rows`).
+    pack_rows: bool = False
 
     def __post_init__(self) -> None:
         for name in ("ppo_mini_batch_size", "micro_batch_size", "max_tokens",
@@ -314,6 +318,7 @@ class TrainCost:
             fsdp_size=None if t.fsdp_size in (None, -1) else t.fsdp_size,
             optimizer_offload_fraction=t.optimizer_offload_fraction,
             overlap_cpu_optimizer_d2h_h2d=t.overlap_cpu_optimizer_d2h_h2d,
+            pack_rows=t.pack_rows,
         )
         speed = 1.0 if framework is None else framework.train_speed
         mb_s = None if framework is None else framework.micro_batch_overhead
@@ -372,15 +377,35 @@ class TrainCost:
             2.0 * self.model.matmul_params + self._attention_fwd_flops_per_token(seq_tokens)
         )
 
-    def _mfu_step(self, tokens: int, seq: float) -> TrainStepCost:
+    def _mfu_shape(self, tokens: int, seq: float,
+                   lengths: Sequence[int] | None) -> tuple[int, float, int]:
+        """(tokens, seq_tokens, micro-batches per rank) the whole-step MFU path prices: the
+        samples' own tokens, or with `pack_rows` (and the lengths known) the positions of the
+        busiest rank's packed rows, `dp` times (the step waits for that rank), each row's
+        attention as long as the row is wide (a dense mask over the row)."""
+        if not (self.batching.pack_rows and lengths):
+            return tokens, seq, max(1, math.ceil(tokens / (self.dp * self.micro_batch_tokens)))
+        best_flops, best = -1.0, (0, 1)
+        for share in split_even(lengths, self.dp):
+            rows, width = packed_rows(share)
+            flops = self._fwd_flops(rows * width, float(width))
+            if flops > best_flops:
+                best_flops, best = flops, (rows, width)
+        rows, width = best
+        per = max(1, self.micro_batch_tokens // width)  # rows per micro-batch
+        return self.dp * rows * width, float(width), max(1, -(-rows // per))
+
+    def _mfu_step(self, tokens: int, seq: float,
+                  lengths: Sequence[int] | None = None) -> TrainStepCost:
+        # m: micro-batches each pipeline processes
+        tokens, seq, m = self._mfu_shape(tokens, seq, lengths)
         flops = 3.0 * self._fwd_flops(tokens, seq)  # forward + backward (2x forward)
         if self.recompute_activations:
             flops *= _RECOMPUTE_FACTOR
         compute_s = flops / self._flops_per_s / self.speed
 
-        # Micro-batches each pipeline processes; the bubble adds (p-1) micro-batch slots,
-        # i.e. the (p-1)/(m+p-1) share of the pipelined time.
-        m = max(1, math.ceil(tokens / (self.dp * self.micro_batch_tokens)))
+        # The bubble adds (p-1) micro-batch slots, i.e. the (p-1)/(m+p-1) share of the
+        # pipelined time.
         bubble_s = compute_s * (self.pp - 1) / m
 
         comm_total_s = self.dp_comm_s()
@@ -402,7 +427,7 @@ class TrainCost:
             raise ValueError(f"tokens must be >= 0, got {tokens}")
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
         if self.backend is None:
-            return self._mfu_step(tokens, seq)
+            return self._mfu_step(tokens, seq, lengths)
         return self._kernel_step(self._lengths(tokens, seq, lengths), prompts, optimizer=True)
 
     def with_gpus(self, gpus: int) -> TrainCost:
@@ -420,7 +445,7 @@ class TrainCost:
         a train step without its optimizer update and gradient synchronization."""
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
         if self.backend is None:
-            step = self.train_step(tokens, seq)
+            step = self.train_step(tokens, seq, lengths)
             return step.compute_s + step.bubble_s
         step = self._kernel_step(self._lengths(tokens, seq, lengths), None, optimizer=False)
         return step.compute_s + step.bubble_s + step.comm_s + step.overhead_s
@@ -437,6 +462,7 @@ class TrainCost:
             return 0.0
         seq = self.seq_tokens if seq_tokens is None else seq_tokens
         if self.backend is None:
+            tokens, seq, _ = self._mfu_shape(tokens, seq, lengths)
             return self._fwd_flops(tokens, seq) / self._fwd_flops_per_s / self.speed + (
                 self.profile.forward_overhead_s
             )

@@ -78,6 +78,7 @@ ENGINE_CONTEXTS = (64, 256, 1024)
 ENGINE_PREFILL_TOKENS = (16, 32, 64, 128, 256, 512)
 TRAIN_TOKENS = (128, 256, 512, 1024, 2048)
 TRAIN_SEQ_TOKENS = (32, 64, 128)
+PACKED_LENGTHS = ([64, 8, 8, 8, 8] * 4, [30, 20, 10] * 20, [100, 60, 50, 40, 3] * 6)
 WHOLE_BENCHES = ("engine_decode", "engine_prefill", "engine_mixed", "train_step", "forward")
 
 
@@ -116,6 +117,13 @@ def whole_grids() -> list[tuple[str, dict[str, Any]]]:
     for bench in ("train_step", "forward"):
         pts += [(bench, {"tokens": t, "seq_tokens": s, **MODEL_DIMS, "dtype": "float32"})
                 for t in TRAIN_TOKENS for s in TRAIN_SEQ_TOKENS]
+        # and batches whose samples the trainer packs into rows (`lengths`: priced as rows
+        # as wide as the longest, pads included)
+        for lens in PACKED_LENGTHS:
+            pts.append((bench, {"tokens": sum(lens),
+                                "seq_tokens": sum(n * n for n in lens) / sum(lens),
+                                "lengths": ",".join(map(str, lens)), **MODEL_DIMS,
+                                "dtype": "float32"}))
     return pts
 
 

@@ -323,3 +323,22 @@ def test_trainer_batches_are_long_tailed_at_the_grid_length() -> None:
     assert sum(lens) >= 2048
     assert sum(n * n for n in lens) / sum(lens) == pytest.approx(24, rel=0.15)
     assert max(lens) > 1.8 * statistics.median(lens)  # a tail, as the job's batches have
+
+
+def test_rlsim_packs_the_live_trainer_s_rows() -> None:
+    """`train.pack_rows` prices the rows the live trainer computes: the same count, as wide."""
+    import torch
+
+    from calibration.benchmarks import live_trainer
+    from calibration.live.grpo import pack
+    from calibration.live.model import LMConfig
+    from rlsim.cost.backends import packed_rows
+
+    cfg = LMConfig(vocab=48)
+    gen = torch.Generator().manual_seed(1)
+    for tokens, seq in ((512, 16), (2048, 24), (1024, 64)):
+        batch = live_trainer._batch(tokens, seq, cfg, gen)
+        batches = pack(batch, max_tokens=1 << 30)  # one micro-batch: every row
+        assert len(batches) == 1
+        rows, width = batches[0].ids.shape
+        assert packed_rows([len(t.ids) for t in batch]) == (rows, width)

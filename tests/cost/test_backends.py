@@ -13,6 +13,8 @@ import math
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rlsim.config.hardware import lookup_gpu, lookup_model
@@ -30,6 +32,7 @@ from rlsim.cost.backends import (
     mini_batches,
     pack_dynamic,
     pack_fixed,
+    packed_rows,
     pad_to_multiple,
     split_even,
 )
@@ -710,3 +713,32 @@ def test_dtensor_tp_under_fsdp2() -> None:
         TrainConfig(pool="p", backend="fsdp2", tp=8, fsdp_size=16)
     with pytest.raises(ValidationError, match=r"no pipeline"):
         TrainConfig(pool="p", backend="fsdp2", pp=2)
+
+
+def test_packed_rows_first_fit_decreasing() -> None:
+    # Sorted 5 4 3 2 1 into rows 5 wide: 5 | 4+1 | 3+2.
+    assert packed_rows([5, 3, 2, 4, 1]) == (3, 5)
+    assert packed_rows([4, 4, 4]) == (3, 4)
+    assert packed_rows([8, 1, 1, 1, 1, 1, 1, 1, 1]) == (2, 8)  # one long sample, a row of 1s
+    assert packed_rows([7]) == (1, 7)
+    assert packed_rows([]) == (0, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 64), min_size=1, max_size=80))
+def test_packed_rows_hold_every_sample_and_waste_under_half_a_row_each(
+        lengths: list[int]) -> None:
+    rows, width = packed_rows(lengths)
+    assert width == max(lengths)
+    assert sum(lengths) <= rows * width  # every sample fits
+    assert rows <= len(lengths)
+    # First fit: no two rows are each at most half full, so the rows hold more than half
+    # of (rows - 1) widths.
+    assert 2 * sum(lengths) > (rows - 1) * width
+
+
+def test_pack_rows_is_for_the_whole_step_mfu_path() -> None:
+    assert TrainConfig(pool="t", backend="profile", pack_rows=True).pack_rows
+    assert TrainConfig(pool="t", mfu=0.3, pack_rows=True).pack_rows
+    with pytest.raises(ValidationError, match=r"train\.pack_rows: .*backend megatron"):
+        TrainConfig(pool="t", pack_rows=True)

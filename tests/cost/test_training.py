@@ -8,6 +8,7 @@ import pytest
 
 from rlsim.config.hardware import lookup_gpu, lookup_model
 from rlsim.cost import TrainCost, builtin_profile
+from rlsim.cost.training import TrainBatching
 
 H800 = lookup_gpu("H800")
 PROF = builtin_profile(H800)
@@ -152,3 +153,34 @@ def test_fixed_overheads_and_forward_mfu() -> None:
     assert PROF.forward_mfu is None and PROF.forward_pass_mfu == PROF.train_mfu
     assert PROF.train_step_overhead_s == PROF.forward_overhead_s == 0.0
     assert trainer().train_step(tokens).overhead_s == 0.0
+
+
+def test_packed_rows_price_every_position_of_the_busiest_rank() -> None:
+    model = lookup_model("qwen2.5-7b")
+    prof = PROF.model_copy(update={"train_mfu": 0.3, "forward_mfu": 0.45,
+                                   "forward_overhead_s": 0.0})
+    lengths = [5000, 3000, 2000, 4000, 1000]  # rows 5000 | 4000+1000 | 3000+2000
+
+    def cost(gpus: int, pack: bool) -> TrainCost:
+        return TrainCost(model, H800, gpus, 1, 1, 1, prof, recompute_activations=False,
+                         batching=TrainBatching(recompute="none", pack_rows=pack))
+
+    def fwd_flops(tokens: float, seq: float) -> float:
+        return (2 * model.matmul_params + 2 * model.layers * model.q_dim * seq) * tokens
+
+    one = cost(1, True)
+    peak = H800.bf16_tflops * 1e12
+    # 3 rows of 5000 positions, attention dense over each row.
+    packed = fwd_flops(3 * 5000, 5000)
+    assert one.train_step(15000, 1.0, lengths).compute_s == pytest.approx(
+        3 * packed / (0.3 * peak), rel=1e-12)
+    assert one.forward_s(15000, 1.0, lengths) == pytest.approx(packed / (0.45 * peak),
+                                                              rel=1e-12)
+    # Without lengths, or without pack_rows, the samples' own tokens.
+    assert one.train_step(15000, 3000).compute_s == pytest.approx(
+        cost(1, False).train_step(15000, 3000, lengths).compute_s, rel=1e-12)
+    # Two ranks: [5000, 3000, 2000] packs into 2 rows of 5000 and [4000, 1000] into 1 row of
+    # 5000; the step waits for the first, priced on both GPUs.
+    two = cost(2, True)
+    assert two.train_step(15000, 1.0, lengths).compute_s == pytest.approx(
+        3 * fwd_flops(2 * 5000, 5000) / (0.3 * peak), rel=1e-12)
