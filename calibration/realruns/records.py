@@ -24,10 +24,13 @@ DEFAULT_PATH = CORPUS_DIR  # load_records() reads every *.jsonl file in it
 # The phases a record may time, in seconds (validation/real_runs/README.md): veRL's
 # timing_s keys (values and update_critic under PPO), NeMo-RL's and slime's mapped onto
 # them by the collector.
-TIMING_KEYS = ("gen", "reward", "old_log_prob", "ref", "values", "adv", "update_critic",
-               "update_actor", "update_weights", "step", "testing", "logprobs")
+TIMING_KEYS = ("gen", "generate_sequences", "reward", "old_log_prob", "ref", "values", "adv",
+               "update_critic", "update_actor", "update_weights", "step", "testing",
+               "logprobs")
 # `logprobs`: the log-prob forwards timed together (NeMo-RL's policy_and_reference_logprobs:
 # the old-policy and the reference pass), for a record that does not split them.
+# `generate_sequences`: veRL's timer of the engines' generation alone, inside gen (the
+# hybrid engine's switch is the rest: rlsim.fit.logs.PHASES).
 
 
 def _positive_int(v: Any) -> bool:

@@ -816,6 +816,13 @@ class FrameworkConfig(Frozen):
         default=0.0, ge=0, le=3600.0,
         description="Seconds added to every step's controller phase (driver work rlsim does "
         "not price: logging, metrics, data loading, checkpoint bookkeeping).")
+    switch_overhead: Seconds = Field(
+        default=0.0, ge=0, le=3600.0,
+        description="Seconds added to every colocated switch back to rollout (framework work "
+        "around waking the engines that rlsim does not price: resharding the trainer's "
+        "weights into them, loading offloaded parameters for it, cache resets); only "
+        "colocated placements pay it. `rlsim fit` fits it from veRL's gen less its "
+        "generate_sequences.")
 
     @model_validator(mode="before")
     @classmethod

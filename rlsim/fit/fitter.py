@@ -82,12 +82,14 @@ KNOB_PHASE = {
     "rollout_speed": "gen",
     "weight_sync_overhead": "update_weights",
     "step_overhead": "step",
+    "switch_overhead": "the colocated switch (veRL's gen less its generate_sequences)",
     "micro_batch_overhead": "trainer passes",
     "speed": "the whole step (trainer and engines together)",
 }
 """What each knob mainly moves, for the report."""
 
-FITTED_KNOBS = ("train_speed", "rollout_speed", "weight_sync_overhead", "step_overhead")
+FITTED_KNOBS = ("train_speed", "rollout_speed", "weight_sync_overhead", "switch_overhead",
+                "step_overhead")
 
 SPEED = "speed"
 """A log that times only the step identifies one number. It is fitted as one speed of the
@@ -105,9 +107,19 @@ def _framework_value(framework: FrameworkConfig, name: str) -> float:
 class Comparison:
     """One measured quantity against the rlsim phases that price the same work."""
 
-    name: str                        # gen | logprob | update_actor | update_weights | step
+    name: str              # gen | switch | logprob | update_actor | update_weights | step
     measured_keys: tuple[str, ...]   # the log's canonical phases, summed
     sim_phases: tuple[str, ...]      # rlsim's phase_time_s entries, summed ("step": the step)
+    minus_keys: tuple[str, ...] = ()  # the log's phases inside those, subtracted
+
+    def logged_in(self, phases_s: dict[str, float]) -> bool:
+        """Whether a step record (or the medians) holds every key this compares."""
+        return all(k in phases_s for k in (*self.measured_keys, *self.minus_keys))
+
+    def measured_s(self, phases_s: dict[str, float]) -> float:
+        """The measured seconds this compares, from a step's (or the median) phases."""
+        return (sum(phases_s[k] for k in self.measured_keys)
+                - sum(phases_s[k] for k in self.minus_keys))
 
 
 @dataclass
@@ -121,6 +133,7 @@ class PhaseFit:
     measured_keys: tuple[str, ...]
     sim_phases: tuple[str, ...]
     steps: int  # kept steps that logged it
+    minus_keys: tuple[str, ...] = ()  # the log's phases subtracted from measured_keys'
 
     @property
     def residual_before(self) -> float:
@@ -372,9 +385,7 @@ def _comparisons(scenario: Scenario, measured: dict[str, float], framework: str,
 
     if logged("gen"):
         if declaration(scenario.policy.name).caps.logged_gen:
-            # ROLL's step_generate runs the reward workers inside generation.
-            sim = ("gen", "reward") if framework == "roll" else ("gen",)
-            out.append(Comparison("gen", ("gen",), sim))
+            out.extend(_gen_comparisons(scenario, measured, framework, notes))
         else:
             notes.append(f"gen is not compared: under policy {scenario.policy.name} the "
                          "log's gen is the trainer's wait for samples, not generation")
@@ -401,6 +412,35 @@ def _comparisons(scenario: Scenario, measured: dict[str, float], framework: str,
     return out
 
 
+def _gen_comparisons(scenario: Scenario, measured: dict[str, float], framework: str,
+                     notes: list[str]) -> list[Comparison]:
+    """What a logged gen (policy sync) compares with. ROLL's step_generate runs the reward
+    workers inside generation. veRL's hybrid engine (colocated) runs the switch to rollout
+    mode (engines woken, the trainer's weights resharded into them), the generation and the
+    switch back to trainer mode inside one worker call under its `gen` timer
+    (verl/workers/fsdp_workers.py `generate_sequences`), unless it times the weight sync
+    apart as update_weights (#5031); its `generate_sequences` timer holds the generation
+    alone. With that timer the two are fitted apart: the generation by `rollout_speed`, gen
+    less generate_sequences by `switch_overhead` (the colocated switch, which a dedicated
+    placement does not pay); without it gen is compared with rlsim's generation, weight
+    sync and switch together."""
+    if framework == "roll":
+        return [Comparison("gen", ("gen",), ("gen", "reward"))]
+    switch_in_gen = (framework == "verl" and scenario.policy.placement == "colocated"
+                     and measured.get("update_weights", 0.0) <= 0)
+    if not switch_in_gen:
+        return [Comparison("gen", ("gen",), ("gen",))]
+    engines = measured.get("generate_sequences", 0.0)
+    if 0 < engines < measured["gen"]:
+        return [Comparison("gen", ("generate_sequences",), ("gen",)),
+                Comparison("switch", ("gen",), ("switch", "weight_sync"),
+                           minus_keys=("generate_sequences",))]
+    notes.append("veRL's colocated gen holds the weight sync and the engines' wake-up and "
+                 "sleep, and the log has no generate_sequences to tell them apart: gen is "
+                 "compared with rlsim's generation, weight sync and switch together")
+    return [Comparison("gen", ("gen",), ("gen", "weight_sync", "switch"))]
+
+
 def _identify(comparisons: Sequence[Comparison], scenario: Scenario,
               measured: dict[str, float]) -> tuple[list[str], dict[str, str]]:
     """(knobs the log identifies, in fitting order; knob -> why not)."""
@@ -413,6 +453,7 @@ def _identify(comparisons: Sequence[Comparison], scenario: Scenario,
                                 "the speed of the compute phases (`speed`), which carries "
                                 "over to other policies, not as a serial overhead")
         why["weight_sync_overhead"] = "the log has no update_weights time"
+        why["switch_overhead"] = "the log times only the step"
         why["micro_batch_overhead"] = ("a log times whole passes, so a fixed cost per "
                                        "micro-batch cannot be told from train_speed")
         return [SPEED], {"train_speed": only, "rollout_speed": only.replace(
@@ -433,6 +474,12 @@ def _identify(comparisons: Sequence[Comparison], scenario: Scenario,
         fitted.append("weight_sync_overhead")
     else:
         why["weight_sync_overhead"] = "the log has no update_weights time"
+    if "switch" in names:
+        fitted.append("switch_overhead")
+    else:
+        why["switch_overhead"] = ("the log does not time the colocated switch apart (veRL: "
+                                  "gen and generate_sequences, colocated, without "
+                                  "update_weights)")
     fitted.append("step_overhead")  # kept steps always have a step time
     why["micro_batch_overhead"] = ("a log times whole passes, so a fixed cost per "
                                    "micro-batch cannot be told from train_speed")
@@ -523,6 +570,8 @@ def _initial(sim: _Simulator, x_in: list[float], measured: dict[str, float],
                 v = x[i] * got["step"] / measured["step"] if got["step"] > 0 else x[i]
             elif name == "weight_sync_overhead":
                 v = x[i] + measured["update_weights"] - got["update_weights"]
+            elif name == "switch_overhead":
+                v = x[i] + measured["switch"] - got["switch"]
             elif name == "step_overhead":
                 if round_ == 1:
                     continue
@@ -584,8 +633,7 @@ def _measurement_noise(kept: Sequence[StepRecord],
     steps (None: no quantity logged on 2 steps or more), and each one's."""
     each: dict[str, float] = {}
     for c in comparisons:
-        values = [sum(r.phases_s[k] for k in c.measured_keys) for r in kept
-                  if all(k in r.phases_s for k in c.measured_keys)]
+        values = [c.measured_s(r.phases_s) for r in kept if c.logged_in(r.phases_s)]
         if len(values) < 2:
             continue
         med = statistics.median(values)
@@ -636,9 +684,8 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     # 2. What the log can fit.
     comparisons = _comparisons(scenario, measured_phases, getattr(run, "framework", "verl"),
                                notes)
-    measured = {c.name: sum(measured_phases[k] for k in c.measured_keys) for c in comparisons}
-    counts = {c.name: sum(1 for r in kept if all(k in r.phases_s for k in c.measured_keys))
-              for c in comparisons}
+    measured = {c.name: c.measured_s(measured_phases) for c in comparisons}
+    counts = {c.name: sum(1 for r in kept if c.logged_in(r.phases_s)) for c in comparisons}
     names, unidentified = _identify(comparisons, scenario, measured_phases)
     sim = _Simulator(short, names, comparisons, base)
     x_in = [_framework_value(scenario.framework, n) for n in names]
@@ -712,7 +759,8 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
         step_ci = Z95 * math.sqrt(max(float(row @ cov @ row), 0.0))
 
     phases = {c.name: PhaseFit(c.name, measured[c.name], before[c.name], after[c.name],
-                               c.measured_keys, c.sim_phases, counts[c.name])
+                               c.measured_keys, c.sim_phases, counts[c.name],
+                               c.minus_keys)
               for c in comparisons}
     step = phases.pop("step")
     fitted_fw = sim.framework(x_fit)

@@ -47,8 +47,12 @@ from typing import Any
 
 from rlsim.config.errors import ScenarioError
 
-PHASES = ("gen", "reward", "old_log_prob", "ref", "values", "adv", "update_critic",
-          "update_actor", "update_weights", "step", "testing")
+PHASES = ("gen", "generate_sequences", "reward", "old_log_prob", "ref", "values", "adv",
+          "update_critic", "update_actor", "update_weights", "step", "testing")
+"""Canonical phases. `generate_sequences` is veRL's timer of the engines' generation alone,
+inside its `gen` (verl/workers/fsdp_workers.py `generate_sequences`: the switch to rollout
+mode, the timed generation, the switch back to trainer mode), so gen less it is what the
+colocated switch cost."""
 
 FORMATS = ("verl-console", "wandb-csv", "wandb-json", "roll")
 """The log containers `read_log` reads (`MeasuredRun.format`); docs/fit.md shows an example
@@ -618,7 +622,7 @@ def _verl_record(row: _Row, rec: StepRecord) -> None:
                 if x is not None:
                     _add_phase(rec, phase, x)
             elif "/" not in name:
-                _keep_other(rec, name, value)   # e.g. generate_sequences, save_checkpoint
+                _keep_other(rec, name, value)   # e.g. save_checkpoint
             continue
         if key == _VERL_TOTAL_TOKENS:
             rec.total_tokens = _number(key, value, where, nonneg=True)

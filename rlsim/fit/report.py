@@ -55,7 +55,8 @@ def _g(x: float | None) -> str:
 
 
 def _phase_row(p: PhaseFit) -> list[str]:
-    return [p.name, " + ".join(p.measured_keys), " + ".join(p.sim_phases), _s(p.measured_s),
+    log = " + ".join(p.measured_keys) + "".join(f" - {k}" for k in p.minus_keys)
+    return [p.name, log, " + ".join(p.sim_phases), _s(p.measured_s),
             _s(p.simulated_before_s), _s(p.simulated_s), _pct(p.residual_before),
             _pct(p.residual), str(p.steps)]
 
@@ -242,7 +243,9 @@ def fit_json(result: FitResult) -> dict[str, Any]:
     def phase(p: PhaseFit) -> dict[str, Any]:
         return {"measured_s": p.measured_s, "simulated_s": p.simulated_s,
                 "simulated_before_s": p.simulated_before_s, "residual": p.residual,
-                "log_keys": list(p.measured_keys), "rlsim_phases": list(p.sim_phases),
+                "log_keys": list(p.measured_keys),
+                "log_keys_subtracted": list(p.minus_keys),
+                "rlsim_phases": list(p.sim_phases),
                 "steps": p.steps}
 
     r = result

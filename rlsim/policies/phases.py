@@ -527,7 +527,11 @@ class Phases:
         """Colocated only: hand the GPUs to the trainer (`to="train"`) or back to rollout.
         The span carries each term (`rlsim.cost.weightsync.switch_cost`)."""
         cost = self._switch_cost(to)
-        return self.phase("switch", step, self._switch(cost), to=to, **cost.attrs())
+        attrs: dict[str, Any] = dict(cost.attrs())
+        extra_s = self.cluster.scenario.framework.switch_overhead
+        if to == "rollout" and extra_s > 0:
+            attrs["framework_overhead_s"] = extra_s
+        return self.phase("switch", step, self._switch(cost), to=to, **attrs)
 
     def _switch_cost(self, to: str) -> SwitchCost:
         engine, train = self.cluster.engine_cost, self.cluster.train_cost
@@ -550,7 +554,10 @@ class Phases:
             # their weights come back from host memory, then the KV cache is re-mapped (the
             # fixed part of a warm start). The sync that follows overwrites the weights.
             yield trainer.offload()
-            yield self.env.timeout(cost.engine_weights_s + cost.engine_wake_s)
+            # A fitted framework overhead (framework.switch_overhead): the framework's work
+            # around the wake-up that rlsim does not price, once per switch back to rollout.
+            yield self.env.timeout(cost.engine_weights_s + cost.engine_wake_s
+                                   + self.cluster.scenario.framework.switch_overhead)
 
     def step_span(self, step: int, t0: SimTime, **attrs: Any) -> None:
         """The step's span; `backlog` (default 0) is the samples queued or in flight and

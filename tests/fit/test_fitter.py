@@ -52,11 +52,14 @@ def toy(**changes: Any) -> dict[str, Any]:
 
 def measured_run(data: dict[str, Any], framework: dict[str, Any],
                  keys: tuple[str, ...] = ALL_KEYS,
-                 lengths: dict[str, float] | None = None) -> MeasuredRun:
+                 lengths: dict[str, float] | None = None,
+                 hybrid: bool = False) -> MeasuredRun:
     """Simulate `data` with `framework` knobs and log its steps as a veRL run would: the
     log's keys from rlsim's phases (update_weights = weight_sync + switch, the log-prob
     passes from the trainer's spans inside each step, the driver's copies of the `ref`
-    phase with the old log-prob: veRL times each call's transfer inside its call)."""
+    phase with the old log-prob: veRL times each call's transfer inside its call).
+    `hybrid`: as veRL's hybrid engine up to v0.7.0 logs a colocated run: gen holds the
+    weight sync and switch, generate_sequences the generation alone, no update_weights."""
     truth = {**data, "framework": framework}
     rec = simulate(Scenario.model_validate(truth)).recorder
     steps: dict[int, dict[str, float]] = {}
@@ -83,6 +86,9 @@ def measured_run(data: dict[str, Any], framework: dict[str, Any],
                   "update_actor": ph["train"],
                   "update_weights": ph["weight_sync"] + ph.get("switch", 0.0),
                   "step": ph["step"]}
+        if hybrid:
+            logged["generate_sequences"] = logged["gen"]
+            logged["gen"] += logged.pop("update_weights")
         records.append(StepRecord(
             step=k + 1, phases_s={key: logged[key] for key in keys},
             response_len=dict(lengths or {}), prompt_len={}, throughput=None, mfu=None,
@@ -96,13 +102,37 @@ def recovered() -> FitResult:
     return fit(Scenario.model_validate(data), measured_run(data, TRUTH))
 
 
+def test_a_hybrid_engine_log_fits_the_switch_apart_from_generation() -> None:
+    """veRL's colocated gen holds the switch: with generate_sequences logged, the fit puts
+    the difference on switch_overhead (which a dedicated placement does not pay), not on
+    rollout_speed."""
+    data = toy()
+    truth = {"train_speed": 1.6, "rollout_speed": 0.7, "switch_overhead": 6.0,
+             "step_overhead": 3.0}
+    keys = ("gen", "generate_sequences", "old_log_prob", "ref", "update_actor", "step")
+    result = fit(Scenario.model_validate(data),
+                 measured_run(data, truth, keys=keys, hybrid=True))
+    for name, value in truth.items():
+        assert result.params[name].value == pytest.approx(value, rel=0.03), name
+    assert result.phases["switch"].minus_keys == ("generate_sequences",)
+    assert result.phases["gen"].measured_keys == ("generate_sequences",)
+    assert "weight_sync_overhead" in result.unidentified
+    # Without generate_sequences the switch cannot be told from generation: gen is compared
+    # with rlsim's generation, weight sync and switch together.
+    alone = fit(Scenario.model_validate(data),
+                measured_run(data, truth, keys=ALL_KEYS[:1] + keys[2:], hybrid=True))
+    assert alone.phases["gen"].sim_phases == ("gen", "weight_sync", "switch")
+    assert "switch_overhead" in alone.unidentified
+    assert any("generate_sequences to tell them apart" in n for n in alone.notes)
+
+
 def test_recovers_known_knobs(recovered: FitResult) -> None:
     for name, value in TRUTH.items():
         p = recovered.params[name]
         assert p.value == pytest.approx(value, rel=0.03), name
         assert p.ci95 is not None and p.ci95[0] <= p.value <= p.ci95[1]
         assert p.start == (1.0 if name.endswith("speed") else 0.0)  # fitted from defaults
-    assert recovered.unidentified.keys() == {"micro_batch_overhead"}
+    assert recovered.unidentified.keys() == {"micro_batch_overhead", "switch_overhead"}
     # The fitted phases match the measured ones; before the fit they did not.
     for p in [*recovered.phases.values(), recovered.step]:
         assert abs(p.residual) < 0.01, p.name
@@ -121,14 +151,17 @@ def test_fitted_scenario_reproduces_the_measured_run(recovered: FitResult) -> No
 def test_no_update_weights_leaves_weight_sync_unidentified() -> None:
     data = toy()
     keys = tuple(k for k in ALL_KEYS if k != "update_weights")
-    res = fit(Scenario.model_validate(data), measured_run(data, TRUTH, keys))
+    # A colocated veRL run without update_weights: its gen holds the sync (hybrid engine).
+    res = fit(Scenario.model_validate(data), measured_run(data, TRUTH, keys, hybrid=True))
     assert "weight_sync_overhead" not in res.params
     assert "update_weights" in res.unidentified["weight_sync_overhead"]
     assert res.scenario["framework"]["weight_sync_overhead"] == 0.0
     assert "update_weights" not in res.phases
-    # The step's remainder now holds the sync's overhead too: step_overhead takes it up.
-    assert res.params["step_overhead"].value == pytest.approx(
-        TRUTH["step_overhead"] + TRUTH["weight_sync_overhead"], rel=0.05)
+    # gen takes the sync's overhead (compared with rlsim's gen + weight_sync + switch), so
+    # the step's remainder is the controller's alone.
+    assert res.phases["gen"].sim_phases == ("gen", "weight_sync", "switch")
+    assert res.params["step_overhead"].value == pytest.approx(TRUTH["step_overhead"],
+                                                              rel=0.05)
     assert abs(res.step.residual) < 0.01
 
 
@@ -143,7 +176,8 @@ def test_step_only_log_fits_one_speed_of_trainer_and_engines() -> None:
     assert fw.train_speed == fw.rollout_speed == res.params["speed"].value
     assert fw.step_overhead == 0
     assert set(res.unidentified) == {"train_speed", "rollout_speed", "weight_sync_overhead",
-                                     "step_overhead", "micro_batch_overhead"}
+                                     "step_overhead", "micro_batch_overhead",
+                                     "switch_overhead"}
 
 
 def test_gen_of_an_off_policy_run_is_not_generation() -> None:
@@ -271,8 +305,9 @@ def test_fit_json_shape(recovered: FitResult) -> None:
     assert set(j["params"]) == set(TRUTH)
     lo, hi = j["params"]["train_speed"]["ci95"]
     assert lo <= j["params"]["train_speed"]["value"] <= hi
-    assert j["unidentified"] == {"micro_batch_overhead": recovered.unidentified[
-        "micro_batch_overhead"]}
+    assert j["unidentified"] == {k: recovered.unidentified[k]
+                                 for k in ("micro_batch_overhead", "switch_overhead")}
+    assert all(entry["log_keys_subtracted"] == [] for entry in j["phases"].values())
 
 
 # ----- predicting other regimes

@@ -164,3 +164,32 @@ def test_unknown_knob_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as err:
         load_scenario(write(tmp_path, data))
     assert err.value.field == "framework.train_sped"
+
+
+def _switch_seconds(sc: Scenario) -> dict[int, float]:
+    """Each step's colocated switches, both directions, summed."""
+    out: dict[int, float] = {}
+    for s in simulate(sc).recorder.spans:
+        if s.track == CONTROLLER and s.name == "switch":
+            out[int(s.attrs["step"])] = out.get(int(s.attrs["step"]), 0.0) + s.t1 - s.t0
+    return out
+
+
+def test_switch_overhead_adds_to_every_switch_back_to_rollout() -> None:
+    one, six = _scenario(), _scenario({"switch_overhead": "6 s"})
+    w0, w6 = _switch_seconds(one), _switch_seconds(six)
+    assert w0.keys() == w6.keys() and len(w0) == 3
+    for step in w0:  # one switch back to rollout per step
+        assert w6[step] == pytest.approx(w0[step] + 6.0, abs=1e-9)
+    s1, s6 = _spans(one, "step"), _spans(six, "step")
+    for step in s1:  # sync, colocated: the switch is on the step's critical path
+        assert s6[step] == pytest.approx(s1[step] + 6.0, abs=1e-9)
+
+
+def test_switch_overhead_costs_a_dedicated_placement_nothing() -> None:
+    apart = {"pools": [{"name": "r", "gpu": "H100", "nodes": 1},
+                       {"name": "t", "gpu": "H100", "nodes": 1}],
+             "rollout__pool": "r", "train__pool": "t", "policy__placement": "disaggregated"}
+    s0 = _spans(_scenario(None, **apart), "step")
+    s6 = _spans(_scenario({"switch_overhead": 6.0}, **apart), "step")
+    assert s0 == pytest.approx(s6, abs=1e-9)
