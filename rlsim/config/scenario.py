@@ -816,6 +816,12 @@ class FrameworkConfig(Frozen):
         default=0.0, ge=0, le=3600.0,
         description="Seconds added to every step's controller phase (driver work rlsim does "
         "not price: logging, metrics, data loading, checkpoint bookkeeping).")
+    update_overhead: Seconds = Field(
+        default=0.0, ge=0, le=3600.0,
+        description="Seconds added to every actor update pass, on the trainer's GPUs (the "
+        "trainer's fixed work per update that rlsim does not price: loading offloaded "
+        "optimizer state, gradient-norm and metrics gathering, the update call's "
+        "dispatch). Paid in every placement and policy.")
     switch_overhead: Seconds = Field(
         default=0.0, ge=0, le=3600.0,
         description="Seconds added to every colocated switch back to rollout (framework work "

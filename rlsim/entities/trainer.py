@@ -68,14 +68,17 @@ class Trainer:
 
     def train(self, tokens: int, seq_tokens: float | None = None,
               lengths: Sequence[int] | None = None, prompts: int | None = None,
-              label: str = "train", **attrs: Any) -> simpy.Process:
+              label: str = "train", extra_s: float = 0.0, **attrs: Any) -> simpy.Process:
         """The train pass on `tokens` tokens: the samples' own `lengths` (which the cost
         model packs into micro-batches) from `prompts` prompts (which set the mini-batches),
         or, without them, sequences whose attention costs as if each were `seq_tokens` long
         (None: the cost model's default length). `label` names the span (the PPO critic's
-        update is `critic_update`)."""
+        update is `critic_update`); `extra_s`: fixed seconds the pass also holds the GPUs
+        (a fitted `framework.update_overhead`)."""
         step = self.cost.train_step(tokens, seq_tokens, **_samples(lengths, prompts))
-        return self._op(self._busy(label, step.total_s, tokens=tokens, **attrs))
+        if extra_s > 0:
+            attrs["framework_overhead_s"] = extra_s
+        return self._op(self._busy(label, step.total_s + extra_s, tokens=tokens, **attrs))
 
     def forward(self, tokens: int, label: str = "forward",
                 seq_tokens: float | None = None,

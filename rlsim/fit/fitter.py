@@ -10,8 +10,13 @@ Owns what a fit does with a `MeasuredRun` (`rlsim.fit.logs`), in four parts:
    framework knobs") mainly moves one measured quantity, and is fitted only when the log
    times it: `train_speed` the trainer passes (update_actor, old_log_prob / ref / values),
    `rollout_speed` gen (only under policy sync, where the log's gen is generation and not
-   the trainer's wait for samples), `weight_sync_overhead` update_weights, `step_overhead`
-   the step (it takes up the step's remainder: what the logged phases leave out). A log
+   the trainer's wait for samples), `weight_sync_overhead` update_weights,
+   `update_overhead` what update_actor pays beyond the log-prob passes' rate (only when the
+   log times both), `switch_overhead` a colocated veRL gen less its generate_sequences,
+   `step_overhead` the step (it takes up the step's remainder: what the logged phases leave
+   out). Each is paid by the part of the job that pays it in the real framework, so a fit
+   on one placement or policy carries to another: the switch only colocated, the
+   controller's and the update's costs serially, the engines' speed where they run. A log
    that times only the step fits one `speed` of the trainer and the engines together
    (`SPEED`), not `step_overhead`. `micro_batch_overhead` is never fitted (a log times
    whole passes, so it cannot be told from `train_speed`). Every other knob keeps its
@@ -26,7 +31,8 @@ Owns what a fit does with a `MeasuredRun` (`rlsim.fit.logs`), in four parts:
    (or the step's) difference, over two rounds, so the solver needs few iterations.
 4. **Uncertainty.** 95% normal intervals from the Jacobian at the solution:
    `cov = s^2 (J^T J)^-1`, with `s^2` the larger of the residuals' variance (`SSR / (m -
-   n)`, when there are more residuals than knobs) and the measurement's own (the relative
+   n)`, n the knobs not held at a bound, when there are more residuals) and the
+   measurement's own (the relative
    standard error of each compared median over the kept steps, `1.2533 sd / (median
    sqrt(k))`, averaged). Linearised and normal: an approximation, said as such. A
    prediction outside the fitted regime (another policy, placement, GPU count or split,
@@ -83,13 +89,14 @@ KNOB_PHASE = {
     "weight_sync_overhead": "update_weights",
     "step_overhead": "step",
     "switch_overhead": "the colocated switch (veRL's gen less its generate_sequences)",
+    "update_overhead": "update_actor (beside the log-prob passes, which do not pay it)",
     "micro_batch_overhead": "trainer passes",
     "speed": "the whole step (trainer and engines together)",
 }
 """What each knob mainly moves, for the report."""
 
-FITTED_KNOBS = ("train_speed", "rollout_speed", "weight_sync_overhead", "switch_overhead",
-                "step_overhead")
+FITTED_KNOBS = ("train_speed", "update_overhead", "rollout_speed", "weight_sync_overhead",
+                "switch_overhead", "step_overhead")
 
 SPEED = "speed"
 """A log that times only the step identifies one number. It is fitted as one speed of the
@@ -454,6 +461,7 @@ def _identify(comparisons: Sequence[Comparison], scenario: Scenario,
                                 "over to other policies, not as a serial overhead")
         why["weight_sync_overhead"] = "the log has no update_weights time"
         why["switch_overhead"] = "the log times only the step"
+        why["update_overhead"] = "the log times only the step"
         why["micro_batch_overhead"] = ("a log times whole passes, so a fixed cost per "
                                        "micro-batch cannot be told from train_speed")
         return [SPEED], {"train_speed": only, "rollout_speed": only.replace(
@@ -463,6 +471,14 @@ def _identify(comparisons: Sequence[Comparison], scenario: Scenario,
     else:
         why["train_speed"] = ("the log times no trainer pass rlsim computes (update_actor, "
                               "old_log_prob, ref)")
+    if {"logprob", "update_actor"} <= names:
+        # two trainer passes of different work: the speed from both, and what the update
+        # pays beyond the forward's rate as a fixed cost per update
+        fitted.append("update_overhead")
+    else:
+        why["update_overhead"] = ("a fixed cost per update is told from train_speed only "
+                                  "beside a log-prob pass, and the log does not time both "
+                                  "update_actor and the log-prob passes rlsim computes")
     if "gen" in names:
         fitted.append("rollout_speed")
     elif measured.get("gen", 0.0) > 0:
@@ -561,9 +577,16 @@ def _initial(sim: _Simulator, x_in: list[float], measured: dict[str, float],
         for i, name in enumerate(names):
             lo, hi = knob_bounds(name)
             if name == "train_speed":
-                keys = [k for k in ("logprob", "update_actor") if k in measured]
+                # with update_overhead the log-prob passes alone set the speed
+                keys = ["logprob"] if "update_overhead" in names else [
+                    k for k in ("logprob", "update_actor") if k in measured]
                 s_sum, m_sum = sum(got[k] for k in keys), sum(measured[k] for k in keys)
                 v = x[i] * s_sum / m_sum if s_sum > 0 else x[i]
+            elif name == "update_overhead":
+                # the update's gap at the speed this round moves to
+                j = names.index("train_speed")
+                rate = x[j] / new[j] if new[j] > 0 else 1.0
+                v = measured["update_actor"] - (got["update_actor"] - x[i]) * rate
             elif name == "rollout_speed":
                 v = x[i] * got["gen"] / measured["gen"] if got["gen"] > 0 else x[i]
             elif name == SPEED:
@@ -588,6 +611,16 @@ def _initial(sim: _Simulator, x_in: list[float], measured: dict[str, float],
             new[i] = min(max(v, lo), hi)
         x = new
     return x
+
+
+def _at_bound(name: str, value: float) -> str | None:
+    """"lower" or "upper" when a fitted knob sits at that bound of its range, else None."""
+    lo, hi = knob_bounds(name)
+    if math.isclose(value, lo, abs_tol=1e-6 * max(1.0, abs(lo))):
+        return "lower"
+    if math.isclose(value, hi, rel_tol=1e-6):
+        return "upper"
+    return None
 
 
 def _expected_move(name: str, old: float, new: float, got: dict[str, float]) -> float:
@@ -719,7 +752,11 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
 
     # 4. Intervals: cov = s^2 (J^T J)^-1 at the solution.
     jac = jacobian(np.array(x_fit))
-    m, n = jac.shape
+    # A knob the solver left at a bound is held by the bound, not by the data: it uses up
+    # no residual degree of freedom (an update_overhead at 0 beside train_speed must not
+    # leave a log with as many quantities as free knobs without an interval).
+    at_bounds = [_at_bound(name, v) for name, v in zip(names, x_fit, strict=True)]
+    m, n = jac.shape[0], sum(1 for lo_hi in at_bounds if lo_hi is None)
     ssr = float(r_fit @ r_fit)
     s2_resid = ssr / (m - n) if m > n else None
     s2_meas, meas_each = _measurement_noise(kept, comparisons)
@@ -732,9 +769,7 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     for i, name in enumerate(names):
         b = knob_bounds(name)
         value = x_fit[i]
-        at_lower = math.isclose(value, b[0], abs_tol=1e-6 * max(1.0, abs(b[0])))
-        at_upper = math.isclose(value, b[1], rel_tol=1e-6)
-        at_bound = at_lower or at_upper
+        at_lower, at_bound = at_bounds[i] == "lower", at_bounds[i] is not None
         note = ""
         ci: tuple[float, float] | None = None
         if cov is None:

@@ -473,10 +473,15 @@ class Phases:
         trainer = self.cluster.trainer
         critic = self.cluster.scenario.train.critic
 
+        # A fitted framework overhead (framework.update_overhead): the trainer's fixed work
+        # per actor update that rlsim does not price, on the trainer's GPUs.
+        update_s = self.cluster.scenario.framework.update_overhead
+
         def update() -> Generator[simpy.Event, Any, None]:
             # one unit of trainer work: a restarted trainer is back at the last checkpoint,
             # so it redoes the actor's update with the critic's
-            yield trainer.train(tokens, seq_tokens, lengths, prompts, step=step)
+            yield trainer.train(tokens, seq_tokens, lengths, prompts, step=step,
+                                extra_s=update_s)
             if critic:  # PPO: the critic's update after the actor's
                 yield trainer.train(tokens, seq_tokens, lengths, prompts,
                                     label="critic_update", step=step)

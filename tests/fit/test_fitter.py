@@ -34,7 +34,7 @@ from rlsim.trace import CONTROLLER
 from tests.scenarios import tiny
 
 TRUTH = {"train_speed": 1.6, "rollout_speed": 0.7, "weight_sync_overhead": 4.0,
-         "step_overhead": 3.0}
+         "step_overhead": 3.0, "update_overhead": 2.0}
 ALL_KEYS = ("gen", "old_log_prob", "ref", "update_actor", "update_weights", "step")
 
 
@@ -177,7 +177,7 @@ def test_step_only_log_fits_one_speed_of_trainer_and_engines() -> None:
     assert fw.step_overhead == 0
     assert set(res.unidentified) == {"train_speed", "rollout_speed", "weight_sync_overhead",
                                      "step_overhead", "micro_batch_overhead",
-                                     "switch_overhead"}
+                                     "switch_overhead", "update_overhead"}
 
 
 def test_gen_of_an_off_policy_run_is_not_generation() -> None:

@@ -193,3 +193,20 @@ def test_switch_overhead_costs_a_dedicated_placement_nothing() -> None:
     s0 = _spans(_scenario(None, **apart), "step")
     s6 = _spans(_scenario({"switch_overhead": 6.0}, **apart), "step")
     assert s0 == pytest.approx(s6, abs=1e-9)
+
+
+@pytest.mark.parametrize("placement", ["colocated", "disaggregated"])
+def test_update_overhead_adds_to_every_actor_update(placement: str) -> None:
+    apart = {} if placement == "colocated" else {
+        "pools": [{"name": "r", "gpu": "H100", "nodes": 1},
+                  {"name": "t", "gpu": "H100", "nodes": 1}],
+        "rollout__pool": "r", "train__pool": "t", "policy__placement": "disaggregated"}
+    one, two = _scenario(None, **apart), _scenario({"update_overhead": "2 s"}, **apart)
+    t0, t2 = _spans(one, "train"), _spans(two, "train")
+    assert t0.keys() == t2.keys() and len(t0) == 3
+    for step in t0:
+        assert t2[step] == pytest.approx(t0[step] + 2.0, abs=1e-9)
+    # the log-prob passes do not pay it
+    r0, r2 = _spans(one, "ref"), _spans(two, "ref")
+    for step in r0:
+        assert r2[step] == pytest.approx(r0[step], rel=1e-9)
