@@ -186,21 +186,21 @@ def test_switch_overhead_adds_to_every_switch_back_to_rollout() -> None:
         assert s6[step] == pytest.approx(s1[step] + 6.0, abs=1e-9)
 
 
+# The tiny scenario with rollout and training on pools of their own.
+APART: dict[str, Any] = {
+    "pools": [{"name": "r", "gpu": "H100", "nodes": 1}, {"name": "t", "gpu": "H100", "nodes": 1}],
+    "rollout__pool": "r", "train__pool": "t", "policy__placement": "disaggregated"}
+
+
 def test_switch_overhead_costs_a_dedicated_placement_nothing() -> None:
-    apart = {"pools": [{"name": "r", "gpu": "H100", "nodes": 1},
-                       {"name": "t", "gpu": "H100", "nodes": 1}],
-             "rollout__pool": "r", "train__pool": "t", "policy__placement": "disaggregated"}
-    s0 = _spans(_scenario(None, **apart), "step")
-    s6 = _spans(_scenario({"switch_overhead": 6.0}, **apart), "step")
+    s0 = _spans(_scenario(None, **APART), "step")
+    s6 = _spans(_scenario({"switch_overhead": 6.0}, **APART), "step")
     assert s0 == pytest.approx(s6, abs=1e-9)
 
 
 @pytest.mark.parametrize("placement", ["colocated", "disaggregated"])
 def test_update_overhead_adds_to_every_actor_update(placement: str) -> None:
-    apart = {} if placement == "colocated" else {
-        "pools": [{"name": "r", "gpu": "H100", "nodes": 1},
-                  {"name": "t", "gpu": "H100", "nodes": 1}],
-        "rollout__pool": "r", "train__pool": "t", "policy__placement": "disaggregated"}
+    apart = {} if placement == "colocated" else APART
     one, two = _scenario(None, **apart), _scenario({"update_overhead": "2 s"}, **apart)
     t0, t2 = _spans(one, "train"), _spans(two, "train")
     assert t0.keys() == t2.keys() and len(t0) == 3
