@@ -1,8 +1,9 @@
 """live_trainer family: the MFUs and fixed overheads of a real trainer's steps.
 
 Reads the whole steps of a small real trainer, `train_step` (forward + backward + optimizer)
-and `forward` (a log-prob pass), each on its own grid (tokens, seq_tokens + model dims),
-priced by `TrainCost` on one GPU without recomputation, and fits the Profile fields
+and `forward` (a log-prob pass), each on its own grid (tokens, seq_tokens + model dims; with
+the samples' `lengths`, the packed rows the trainer computes, as `train.pack_rows` prices
+them), priced by `TrainCost` on one GPU without recomputation, and fits the Profile fields
 `train_mfu` and `train_step_overhead_s` from `train_step`, `forward_mfu` and
 `forward_overhead_s` from `forward`. The MFUs are relative to the reference peak
 (`FitContext.ref_flops`, rescaled with the other efficiencies by normalization); the

@@ -69,8 +69,12 @@ def measured_run(rec: RunRecord) -> Any:
     step = StepRecord(step=1, phases_s=dict(rec.timing_s), response_len=lengths,
                       prompt_len={}, throughput=None, mfu=None, validation=False,
                       line=0, warmup=False)
+    # the key vocabulary, and whose gen the fitter reads (only veRL's hybrid engine holds
+    # the switch in gen): the record's framework, lowercased ("verl", "roll", "nemo-rl")
+    fw = rec.framework.lower()
+    name = "roll" if fw.startswith("roll") else "verl" if fw.startswith("verl") else fw
     return MeasuredRun(source=rec.where or rec.id, format="record", steps=[step],
-                       framework="roll" if rec.framework.startswith("roll") else "verl")
+                       framework=name)
 
 
 def _scenario(t: Translation) -> Any:

@@ -11,6 +11,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rlsim.fit.fitter import GEN_WITH_SWITCH
+
 # A record's timing key(s) -> the rlsim phases (docs/metrics.md) that price the same work.
 # rlsim's `ref` phase holds both log-prob forwards (reference and old policy) and, under
 # PPO, the critic's values; its `train` phase the actor's update and, under PPO, the
@@ -76,10 +78,6 @@ class Row:
         return rel_error(sim, measured) if measured > 0 else None
 
 
-# What a veRL hybrid-engine gen timer holds up to v0.7.0 (see phase_pairs).
-GEN_WITH_SYNC = ("gen", "weight_sync", "switch")
-
-
 def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
                 computed: dict[str, bool], policy: str, gen_with_sync: bool = False
                 ) -> dict[str, tuple[float, float]]:
@@ -104,7 +102,7 @@ def phase_pairs(timing_s: dict[str, float], phase_time_s: dict[str, float],
         if key == "gen" and policy != "sync":
             continue
         if key == "gen" and gen_with_sync:
-            sim_phases = GEN_WITH_SYNC
+            sim_phases = GEN_WITH_SWITCH
         pairs[key] = (sum(timing_s[k] for k in keys),
                       sum(phase_time_s.get(p, 0.0) for p in sim_phases))
     return pairs

@@ -383,10 +383,11 @@ class TrainCost:
         samples' own tokens, or with `pack_rows` (and the lengths known) the positions of the
         busiest rank's packed rows, `dp` times (the step waits for that rank), each row's
         attention as long as the row is wide (a dense mask over the row)."""
-        if not (self.batching.pack_rows and lengths):
+        if not (self.batching.pack_rows and lengths and max(lengths) > 0):
             return tokens, seq, max(1, math.ceil(tokens / (self.dp * self.micro_batch_tokens)))
         best_flops, best = -1.0, (0, 1)
-        for share in split_even(lengths, self.dp):
+        # the ranks as the per-kernel path deals them (veRL's balance_batch)
+        for share in self._per_rank(tuple(lengths)):
             rows, width = packed_rows(share)
             flops = self._fwd_flops(rows * width, float(width))
             if flops > best_flops:
@@ -1038,6 +1039,15 @@ class TrainCost:
                 count, 1)
         return out
 
+    def _per_rank(self, batch: tuple[int, ...]) -> list[list[int]]:
+        """`batch` dealt to the data-parallel ranks (`balance_over_ranks`), memoized: a
+        step's passes share one batch."""
+        if self._balance_memo is not None and self._balance_memo[0] == batch:
+            return self._balance_memo[1]
+        per_rank = balance_over_ranks(batch, self.dp)
+        self._balance_memo = (batch, per_rank)
+        return per_rank
+
     def _ranks_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
                     max_tokens: int, recompute: Recompute) -> _Pass:
         """The slowest data-parallel rank's pass over `lengths` (all ranks wait for it)."""
@@ -1046,11 +1056,7 @@ class TrainCost:
         hit = self._pass_memo.get(key)
         if hit is not None:
             return hit
-        if self._balance_memo is not None and self._balance_memo[0] == batch:
-            per_rank = self._balance_memo[1]
-        else:
-            per_rank = balance_over_ranks(lengths, self.dp)
-            self._balance_memo = (batch, per_rank)
+        per_rank = self._per_rank(batch)
         if micro_batch_size is not None:
             counts = [-(-len(r) // micro_batch_size) for r in per_rank]
         else:

@@ -419,6 +419,11 @@ def _comparisons(scenario: Scenario, measured: dict[str, float], framework: str,
     return out
 
 
+GEN_WITH_SWITCH = ("gen", "weight_sync", "switch")
+"""rlsim's phases that a veRL hybrid engine's `gen` holds (up to v0.7.0; later releases time
+the weight sync apart as update_weights): the generation, the weight sync and the switch."""
+
+
 def _gen_comparisons(scenario: Scenario, measured: dict[str, float], framework: str,
                      notes: list[str]) -> list[Comparison]:
     """What a logged gen (policy sync) compares with. ROLL's step_generate runs the reward
@@ -440,12 +445,22 @@ def _gen_comparisons(scenario: Scenario, measured: dict[str, float], framework: 
     engines = measured.get("generate_sequences", 0.0)
     if 0 < engines < measured["gen"]:
         return [Comparison("gen", ("generate_sequences",), ("gen",)),
-                Comparison("switch", ("gen",), ("switch", "weight_sync"),
+                Comparison("switch", ("gen",), GEN_WITH_SWITCH[1:],
                            minus_keys=("generate_sequences",))]
     notes.append("veRL's colocated gen holds the weight sync and the engines' wake-up and "
                  "sleep, and the log has no generate_sequences to tell them apart: gen is "
                  "compared with rlsim's generation, weight sync and switch together")
-    return [Comparison("gen", ("gen",), ("gen", "weight_sync", "switch"))]
+    return [Comparison("gen", ("gen",), GEN_WITH_SWITCH)]
+
+
+def _measured_median(c: Comparison, kept: Sequence[StepRecord],
+                     medians: dict[str, float]) -> float:
+    """What `c` measures, per step: the medians' sum, or for a difference (`minus_keys`) the
+    median of each step's own difference (two medians' difference need not be any step's)."""
+    if not c.minus_keys:
+        return c.measured_s(medians)
+    each = [c.measured_s(r.phases_s) for r in kept if c.logged_in(r.phases_s)]
+    return statistics.median(each) if each else c.measured_s(medians)
 
 
 def _identify(comparisons: Sequence[Comparison], scenario: Scenario,
@@ -717,7 +732,7 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     # 2. What the log can fit.
     comparisons = _comparisons(scenario, measured_phases, getattr(run, "framework", "verl"),
                                notes)
-    measured = {c.name: c.measured_s(measured_phases) for c in comparisons}
+    measured = {c.name: _measured_median(c, kept, measured_phases) for c in comparisons}
     counts = {c.name: sum(1 for r in kept if c.logged_in(r.phases_s)) for c in comparisons}
     names, unidentified = _identify(comparisons, scenario, measured_phases)
     sim = _Simulator(short, names, comparisons, base)
@@ -764,7 +779,16 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     s2 = max(candidates) if candidates else None
     cov: np.ndarray | None = None
     if s2 is not None:
+        # The free knobs' covariance from their own columns (a knob held at a bound does
+        # not widen the others'); a held knob's one-sided interval as if it were free.
         cov = s2 * np.linalg.pinv(jac.T @ jac)
+        free = [i for i, b in enumerate(at_bounds) if b is None]
+        if free:
+            held = [i for i, b in enumerate(at_bounds) if b is not None]
+            own = np.diag(cov).copy()
+            cov = np.zeros_like(cov)
+            cov[np.ix_(free, free)] = s2 * np.linalg.pinv(jac[:, free].T @ jac[:, free])
+            cov[held, held] = own[held]
     params: dict[str, ParamFit] = {}
     for i, name in enumerate(names):
         b = knob_bounds(name)
@@ -790,6 +814,7 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
                                 float(x_in[i]), at_bound, note)
     step_ci: float | None = None
     if cov is not None:
+        # a held knob's variance counts too (its bound is the fit's, not the truth's)
         row = jac[[c.name for c in comparisons].index("step")]
         step_ci = Z95 * math.sqrt(max(float(row @ cov @ row), 0.0))
 

@@ -166,8 +166,7 @@ class StepRecord:
     """One logged training step, in rlsim's units (seconds, tokens)."""
 
     step: int
-    phases_s: dict[str, float]   # canonical names: gen, reward, old_log_prob, ref, values,
-                                 # adv, update_critic, update_actor, update_weights, step, testing
+    phases_s: dict[str, float]   # canonical names: `PHASES`
     response_len: dict[str, float]  # mean / max / min / clip_ratio when logged
     prompt_len: dict[str, float]    # mean / max / min (/ clip_ratio) when logged
     throughput: float | None        # tokens/s/GPU when logged (veRL perf/throughput)

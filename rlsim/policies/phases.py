@@ -533,10 +533,12 @@ class Phases:
         The span carries each term (`rlsim.cost.weightsync.switch_cost`)."""
         cost = self._switch_cost(to)
         attrs: dict[str, Any] = dict(cost.attrs())
-        extra_s = self.cluster.scenario.framework.switch_overhead
-        if to == "rollout" and extra_s > 0:
+        # A fitted framework overhead (framework.switch_overhead): the framework's work
+        # around the wake-up that rlsim does not price, once per switch back to rollout.
+        extra_s = self.cluster.scenario.framework.switch_overhead if to == "rollout" else 0.0
+        if extra_s > 0:
             attrs["framework_overhead_s"] = extra_s
-        return self.phase("switch", step, self._switch(cost), to=to, **attrs)
+        return self.phase("switch", step, self._switch(cost, extra_s), to=to, **attrs)
 
     def _switch_cost(self, to: str) -> SwitchCost:
         engine, train = self.cluster.engine_cost, self.cluster.train_cost
@@ -546,7 +548,7 @@ class Phases:
                            state_s, engine.profile.engine_warm_start_base_s,
                            self.cluster.scenario.weight_sync.engine_sleep_level)
 
-    def _switch(self, cost: SwitchCost) -> Generator[simpy.Event, Any, None]:
+    def _switch(self, cost: SwitchCost, extra_s: float) -> Generator[simpy.Event, Any, None]:
         trainer = self.cluster.trainer
         if cost.to == "train":
             # Engines drop their KV cache and (sleep level 1) copy their weights to host
@@ -559,10 +561,7 @@ class Phases:
             # their weights come back from host memory, then the KV cache is re-mapped (the
             # fixed part of a warm start). The sync that follows overwrites the weights.
             yield trainer.offload()
-            # A fitted framework overhead (framework.switch_overhead): the framework's work
-            # around the wake-up that rlsim does not price, once per switch back to rollout.
-            yield self.env.timeout(cost.engine_weights_s + cost.engine_wake_s
-                                   + self.cluster.scenario.framework.switch_overhead)
+            yield self.env.timeout(cost.engine_weights_s + cost.engine_wake_s + extra_s)
 
     def step_span(self, step: int, t0: SimTime, **attrs: Any) -> None:
         """The step's span; `backlog` (default 0) is the samples queued or in flight and

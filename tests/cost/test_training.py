@@ -179,8 +179,9 @@ def test_packed_rows_price_every_position_of_the_busiest_rank() -> None:
     # Without lengths, or without pack_rows, the samples' own tokens.
     assert one.train_step(15000, 3000).compute_s == pytest.approx(
         cost(1, False).train_step(15000, 3000, lengths).compute_s, rel=1e-12)
-    # Two ranks: [5000, 3000, 2000] packs into 2 rows of 5000 and [4000, 1000] into 1 row of
-    # 5000; the step waits for the first, priced on both GPUs.
+    # Two ranks, dealt as the per-kernel path deals them (balance_over_ranks): [5000, 2000,
+    # 1000] packs into 2 rows of 5000 and [3000, 4000] into 2 rows of 4000; the step waits
+    # for the first, priced on both GPUs.
     two = cost(2, True)
     assert two.train_step(15000, 1.0, lengths).compute_s == pytest.approx(
         3 * fwd_flops(2 * 5000, 5000) / (0.3 * peak), rel=1e-12)
