@@ -349,8 +349,12 @@ def _faults(recorder: Recorder, busy: dict[str, float]) -> dict[str, Any]:
                  for i in recovered if i.attrs["kind"] == "trainer")
     waits = [float(i.attrs["wait_s"]) for i in recorder.instants
              if i.track == "faults" and i.name == "checkpoint_wait"]
+    # a fault drawn once may take down several components (a GPU of a colocated job: its
+    # engine and the trainer); each component's fault records the drawn fault as its cause
+    causes = {i.attrs.get("cause", -int(i.attrs["id"])) for i in faults}
     return {
-        "injected": len(faults),
+        "injected": len(causes),
+        "hits": len(faults),
         "recovered": len(recovered),
         "open": len(faults) - len(recovered),
         "by_kind": by_kind,

@@ -438,3 +438,18 @@ def test_one_off_rollouts_recover_from_engine_and_environment_faults() -> None:
     trains = [s for s in result.recorder.spans if s.track == CONTROLLER and s.name == "train"]
     assert [s.attrs["samples"] for s in trains] == [12, 12, 12]
     assert result.summary["faults"]["injected"] == result.summary["faults"]["recovered"] > 2
+
+
+def test_one_gpu_fault_of_a_colocated_job_counts_once() -> None:
+    """A colocated GPU hosts an engine and a trainer rank: one fault takes down both (two
+    components hit, each recovered) but is one fault injected."""
+    plain = run(tiny(steps=3))
+    half = plain.summary["step_time_s"]["mean"] / 2
+    result = run(tiny(steps=3, faults={"gpu": [{"times": [f"{half} s"], "targets": [0]}]}))
+    hits = records(result, "fault")
+    assert sorted(f["kind"] for f in hits) == ["engine", "trainer"]
+    assert len({f["cause"] for f in hits}) == 1
+    faults = result.summary["faults"]
+    assert (faults["injected"], faults["hits"]) == (1, 2)
+    assert faults["by_kind"]["engine"]["injected"] == faults["by_kind"]["trainer"]["injected"] == 1
+    assert faults["open"] == faults["hits"] - faults["recovered"]

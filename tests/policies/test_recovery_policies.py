@@ -170,7 +170,9 @@ def check_invariants(run: _Run, policy: str) -> None:
             assert policy in ("async", "tail_batching") or f.t + 400 > end_t
         else:  # still coming back when the run ended
             assert f.t + 60 > end_t, a
-    assert summary["faults"]["injected"] == len(faults)
+    assert summary["faults"]["hits"] == len(faults)
+    # one drawn fault may take several components down (a colocated GPU: engine and trainer)
+    assert summary["faults"]["injected"] == len({f.attrs["cause"] for f in faults})
 
 
 @settings(max_examples=100, deadline=None)

@@ -49,6 +49,9 @@ class Ledger:
         self._factor = bounds.slow_factor if bounds is not None else 1.0
         self._stepped = 0.0  # when the last step finished (or the run started)
         self._drawn: dict[str, int] = {}  # faults drawn per spec field, since the start
+        # the fault drawn last (numbered from 1): every component it takes down records it
+        # as its `cause`, so one GPU fault of a colocated job (engine and trainer) counts once
+        self._cause = 0
 
     @property
     def epoch(self) -> int:
@@ -61,7 +64,7 @@ class Ledger:
         """Record a fault; returns its id for the record that closes it."""
         self._ids += 1
         self.rec.instant(TRACK, "fault", self.env.now, id=self._ids, kind=kind,
-                         target=str(target), mode=mode, **attrs)
+                         target=str(target), mode=mode, cause=self._cause, **attrs)
         self._open[self._ids] = (kind, mode, self.env.now)
         return self._ids
 
@@ -84,6 +87,7 @@ class Ledger:
         """A fault of the spec at `field` was drawn now: count it, and stop the run if no
         step has finished within the stall bound (docs/faults.md, "Bounds")."""
         self._drawn[field] = self._drawn.get(field, 0) + 1
+        self._cause += 1
         if self.env.now - self._stepped > self.stall_s:
             raise self._stalled()
 
