@@ -95,9 +95,6 @@ KNOB_PHASE = {
 }
 """What each knob mainly moves, for the report."""
 
-FITTED_KNOBS = ("train_speed", "update_overhead", "rollout_speed", "weight_sync_overhead",
-                "switch_overhead", "step_overhead")
-
 SPEED = "speed"
 """A log that times only the step identifies one number. It is fitted as one speed of the
 trainer and the engines together (`train_speed` = `rollout_speed`), not as a serial
