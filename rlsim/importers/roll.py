@@ -310,7 +310,7 @@ _CLASS = "which Python class ROLL runs: the cost is in the fields rlsim reads"
 REASONS: dict[str, str] = {
     **dict.fromkeys(
         ("exp_name", "seed", "logging_dir", "output_dir", "base_dir", "render_save_dir",
-         "system_envs", "track_with", "tracker_kwargs", "checkpoint_config", "save_steps",
+         "system_envs", "track_with", "tracker_kwargs", "checkpoint_config",
          "logging_steps", "resume_from_checkpoint", "max_ckpt_to_keep", "rpc_timeout",
          "profiler_timeline", "profiler_memory", "length_profiler_dir",
          "profiler_output_dir", "otlp_output_dir", "model_download_type", "rollout_dump_dir",
@@ -867,8 +867,16 @@ def _import(path: Path, facts: Facts, sets: Sequence[SetOverride]) -> Imported:
     _rollout(cfg, imp, agentic)
     _rewards(cfg, imp, agentic)
     _weight_sync(cfg, imp)
+    _checkpoints(cfg, imp)
     _sweep(cfg, imp)
     return imp
+
+
+def _checkpoints(cfg: _Config, imp: Imported) -> None:
+    """ROLL saves after every save_steps-th step and after the last one (roll/pipeline/
+    base_pipeline.py), whatever the config says: a trainer fault restarts the job from the last save."""
+    every, source = cfg.get("save_steps", _to_pos_int, 50, _default(BASE, "save_steps 50"))
+    imp.set("recovery.trainer.checkpoint_every", every, source)
 
 
 def _basics(cfg: _Config, imp: Imported, facts: Facts, path: Path, agentic: bool) -> None:

@@ -139,6 +139,7 @@ _DEFAULTS: dict[str, tuple[Any, int | None, int | None]] = {
     "algorithm.use_kl_in_reward": (False, 576, 645),
     "trainer.nnodes": (1, 603, 670),
     "trainer.n_gpus_per_node": (8, 604, 671),
+    "trainer.save_freq": (-1, 605, 672),
 }
 # Where the megatron flavour's default differs from the table's (the fsdp flavour's).
 _MEGATRON_VALUES: dict[str, Any] = {"actor_rollout_ref.actor.strategy": "megatron",
@@ -395,8 +396,6 @@ _IGNORED: list[tuple[str, str]] = [
     (_BOOKKEEPING, "ray_kwargs.*"),
     ("profiling and tracing: no effect on a simulated step",
      "{global_profiler,*.profiler,*.prometheus,*.trace}.*"),
-    ("checkpoint saves are not simulated (rlsim checkpoints only for fault recovery: "
-     "recovery.trainer.checkpoint_every)", "trainer.save_freq"),
     ("validation runs between training steps are not simulated (the fit leaves "
      "validation steps out)", "trainer.{test_freq,val_before_train,val_only}"),
     ("run length: rlsim simulates --steps steps (default: rlsim's)",
@@ -742,6 +741,7 @@ class _Builder:
         self._cpu_optimizer()
         self._passes()
         self._reward()
+        self._checkpoints()
         self._checks()
 
     def _model(self) -> None:
@@ -1179,6 +1179,17 @@ class _Builder:
             c.note(rm.key, "no reward model")
         manager = c("reward_model.reward_manager")
         self.set("reward.kind", "rule", manager, ": a Python reward function")
+
+    def _checkpoints(self) -> None:
+        # veRL saves after every save_freq-th step and after the last one, when save_freq
+        # > 0 (ray_trainer.py's fit loop); what a fault restarts from (docs/faults.md)
+        v = self.cfg("trainer.save_freq")
+        every = None if v.value is None else _int(v, low=-1)
+        if every is not None and every > 0:
+            self.set("recovery.trainer.checkpoint_every", every, v)
+        else:
+            self.cfg.note(v.key, "no checkpoints (save_freq <= 0): a trainer fault "
+                          "restarts the job from its first step")
 
     def _checks(self) -> None:
         """Configs veRL itself rejects, named by their veRL keys."""

@@ -345,6 +345,7 @@ ROUND_TRIPS: list[tuple[str, Any, str, Any, dict[str, Any]]] = [
                                       "MathRuleRewardWorker"}),
     ("rewards.code.worker_cls", "x.code_sandbox_reward_worker.CodeSandboxRewardWorker",
      "reward.kind", "sandbox", {}),
+    ("save_steps", 20, "recovery.trainer.checkpoint_every", 20, {}),
 ]
 
 
@@ -359,6 +360,14 @@ def test_rlvr_round_trip(tmp_path: Path, key: str, value: Any, field: str, expec
     else:
         assert imp.sources[field] == key
     Scenario.model_validate(imp.scenario)
+
+
+def test_checkpoints_default_to_rolls_save_steps(tmp_path: Path) -> None:
+    # ROLL always saves (base_config.py save_steps 50): an imported job restarts from its
+    # last save, not from step 1
+    imp = _import_dict(tmp_path, RLVR_BASE)
+    assert _get(imp.scenario, "recovery.trainer.checkpoint_every") == 50
+    assert "save_steps 50" in imp.sources["recovery.trainer.checkpoint_every"]
 
 
 AGENTIC_BASE: dict[str, Any] = {

@@ -90,6 +90,8 @@ def test_gsm8k_grpo_quickstart_imports_and_runs(tmp_path: Path) -> None:
         "actor_rollout_ref.rollout.max_num_seqs (default: verl@")
     ignored = dict(imp.ignored)
     assert "trainer.total_epochs" in ignored and "data.train_files" in ignored
+    # trainer.save_freq=20: a trainer fault restarts from the last save
+    assert _field(imp, "recovery.trainer.checkpoint_every") == 20
     summary = _run(imp, tmp_path)
     assert summary["step_time_s"]["mean"] > 0
 
@@ -318,6 +320,8 @@ ROUND_TRIPS: list[tuple[dict[str, Any], str, Any, str, bool, Facts]] = [
      "train.recompute", "selective", _M + "override_transformer_config.recompute_granularity",
      True, FACTS),
     ({_A + "strategy": "megatron"}, "train.backend", "megatron", _A + "strategy", True, FACTS),
+    ({"trainer.save_freq": 5}, "recovery.trainer.checkpoint_every", 5, "trainer.save_freq",
+     False, FACTS),
     ({_M + "override_transformer_config.moe_token_dispatcher_type": "alltoall"},
      "train.moe_dispatcher", "alltoall",
      _M + "override_transformer_config.moe_token_dispatcher_type", True, FACTS),

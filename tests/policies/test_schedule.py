@@ -195,3 +195,15 @@ def test_rolls_names_are_aliases():
     s = scenario.policy.schedule
     assert (s.queue_scheduling, s.prompt_replication, s.additional_prompts,
             s.use_additional_prompts) == (True, True, 16, True)
+
+
+def test_trainer_checkpoints_run_with_the_schedule_faults_do_not():
+    # an imported ROLL sync job (its request scheduler, its save_steps) runs: checkpoints
+    # are written between steps; a fault (a job restart) is still refused
+    res = _run({"queue_scheduling": True}, steps=4,
+               recovery={"trainer": {"checkpoint_every": 2, "checkpoint_write_s": 3.0}})
+    writes = [s for s in res.recorder.spans if s.name == "checkpoint"]
+    assert [round(s.t1 - s.t0, 9) for s in writes] == [3.0]  # after step 2; none after 4
+    with pytest.raises(ScenarioError, match="faults.trainer.*drop policy.schedule"):
+        _run({"queue_scheduling": True},
+             faults={"trainer": [{"times": ["10 s"]}]})
