@@ -874,7 +874,8 @@ def _import(path: Path, facts: Facts, sets: Sequence[SetOverride]) -> Imported:
 
 def _checkpoints(cfg: _Config, imp: Imported) -> None:
     """ROLL saves after every save_steps-th step and after the last one (roll/pipeline/
-    base_pipeline.py), whatever the config says: a trainer fault restarts the job from the last save."""
+    base_pipeline.py), whatever the config says: a trainer fault restarts the job from
+    the last save."""
     every, source = cfg.get("save_steps", _to_pos_int, 50, _default(BASE, "save_steps 50"))
     imp.set("recovery.trainer.checkpoint_every", every, source)
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from rlsim.config.errors import ScenarioError
+from rlsim.config.limits import format_duration
 from rlsim.report.page import Page, esc, table, write_atomic
 from rlsim.report.style import layout, run_color
 
@@ -55,7 +56,8 @@ FAULT_RANKED = (("goodput_samples_per_s", "max"), ("throughput.tokens_per_s", "m
 between faults would look best), nor samples/s, which counts samples later lost."""
 TIE_RTOL = 1e-9
 """Settings whose means are this close (relative) tie for best: they are all named."""
-LOG_KEYS = ("faults.scale",)
+SCALE_KEY = "faults.scale"
+LOG_KEYS = (SCALE_KEY,)
 """Keys drawn on a log axis whatever their values (a rate multiplier)."""
 LOG_SPAN = 10.0
 """A numeric key whose values are all positive and span this factor or more is drawn on a
@@ -132,6 +134,7 @@ class Sweep:
     keys: list[str]
     columns: dict[str, list[Any]]
     numeric: set[str]
+    _rates: list[tuple[str, float]] | None = None
 
     @property
     def rows(self) -> int:
@@ -148,6 +151,24 @@ class Sweep:
 
     def ranked(self) -> tuple[tuple[str, str], ...]:
         return FAULT_RANKED if self.fault else RANKED
+
+    def label(self, key: str, value: Any) -> str:
+        """`key=value` as the points table and the axes show it: a faults.scale value with
+        the MTBFs it gives (`scale_mtbf`)."""
+        text = f"{key}={_fmt(value)}"
+        if key == SCALE_KEY and isinstance(value, int | float):
+            mtbf = scale_mtbf(self.base_rates(), float(value))
+            if mtbf:
+                text += f" ({mtbf})"
+        return text
+
+    def base_rates(self) -> list[tuple[str, float]]:
+        """(fault spec, MTBF in seconds) of every rate-based fault of the swept scenario at
+        scale 1, read from the scenario file and --set overrides sweep.json names; empty
+        when the file is gone or no longer loads (the report then shows the scale alone)."""
+        if self._rates is None:
+            self._rates = _base_rates(self.spec)
+        return self._rates
 
     def ok_rows(self) -> np.ndarray:
         errors = self.columns.get("error") or [None] * self.rows
@@ -199,6 +220,34 @@ class Sweep:
         reps = max(1, len(set(self.columns.get("replicate", [0]))))
         settings = self.rows / reps
         return key in self.numeric and n > CONTINUOUS_MIN_VALUES and n > settings / 2
+
+
+def _base_rates(spec: dict[str, Any]) -> list[tuple[str, float]]:
+    from rlsim.config.loading import load_scenario
+
+    path = spec.get("scenario")
+    if not path or not Path(str(path)).is_file():
+        return []
+    sets = [str(o) for o in spec.get("overrides") or [] if not str(o).startswith(SCALE_KEY)]
+    try:
+        scenario, _ = load_scenario(str(path), sets)
+    except ScenarioError:
+        return []
+    f = scenario.faults
+    return [(f"{kind}" + (f".{i}" if len(specs) > 1 else ""), float(x.mtbf))
+            for kind in ("node", "gpu", "engine", "trainer", "link")
+            for specs in [getattr(f, kind, [])]
+            for i, x in enumerate(specs) if x.mtbf is not None]
+
+
+def scale_mtbf(rates: Sequence[tuple[str, float]], scale: float) -> str:
+    """The MTBFs `faults.scale` = `scale` gives (each spec's divided by it): 'gpu MTBF
+    5 h', 'no rate-based faults' at 0, '' without rate-based faults."""
+    if not rates:
+        return ""
+    if scale == 0:
+        return "no rate-based faults"
+    return ", ".join(f"{name} MTBF {format_duration(mtbf / scale)}" for name, mtbf in rates)
 
 
 def _floats(values: list[Any]) -> np.ndarray:
@@ -297,7 +346,7 @@ def _series_figure(sw: Sweep, metric: str, key: str) -> dict[str, Any]:
             pts = [(x, stats[(x, *combo)]) for x in xs if (x, *combo) in stats]
             if not pts:
                 continue
-            name = (", ".join(f"{o}={_fmt(v)}" for o, v in zip(others, combo, strict=True))
+            name = (", ".join(sw.label(o, v) for o, v in zip(others, combo, strict=True))
                     if combo else ("mean over the other keys" if others else metric))
             means = [p[1][0] for p in pts]
             traces.append({
@@ -321,9 +370,27 @@ def _series_figure(sw: Sweep, metric: str, key: str) -> dict[str, Any]:
         traces = _log_traces(traces, key, positive)
         xaxis = {"type": "log"}
         if not sw.continuous(key):  # ticked at the grid
-            xaxis.update(tickvals=positive, ticktext=[_fmt(x) for x in positive])
-    return {"data": traces, "layout": layout(key, metric_label(metric), height_px=300,
+            xaxis.update(tickvals=positive, ticktext=[_tick(sw, key, x) for x in positive])
+    return {"data": traces, "layout": layout(_axis_title(sw, key), metric_label(metric),
+                                             height_px=300,
                                              xaxis=xaxis, showlegend=len(traces) > 1)}
+
+
+def _tick(sw: Sweep, key: str, x: Any) -> str:
+    """A grid value's tick: a faults.scale value as the MTBF it gives (one rate-based
+    spec), else the value."""
+    rates = sw.base_rates() if key == SCALE_KEY else []
+    if len(rates) == 1:
+        return format_duration(rates[0][1] / float(x))
+    return _fmt(x)
+
+
+def _axis_title(sw: Sweep, key: str) -> str:
+    rates = sw.base_rates() if key == SCALE_KEY else []
+    if len(rates) == 1:
+        name, mtbf = rates[0]
+        return f"{name} MTBF ({key}: {format_duration(mtbf)} / scale)"
+    return key
 
 
 def log_axis(key: str, values: list[Any]) -> bool:
@@ -443,7 +510,7 @@ def _points_table(sw: Sweep, metrics: list[str]) -> str:
     sign = 1.0 if _better(metrics[0]) == "min" else -1.0
     combos.sort(key=lambda c: sign * stats[metrics[0]][c][0])
     shown = combos[:MAX_POINTS_ROWS]
-    rows = [[esc(", ".join(f"{k}={_fmt(v)}" for k, v in zip(sw.keys, c, strict=True)))]
+    rows = [[esc(", ".join(sw.label(k, v) for k, v in zip(sw.keys, c, strict=True)))]
             + [esc(f"{stats[m][c][0]:.4g}") if c in stats[m] else "–" for m in metrics]
             + [str(stats[metrics[0]][c][3])] for c in shown]
     head = ["point (sorted by " + esc(metric_label(metrics[0])) + ")",
@@ -474,7 +541,7 @@ def _best_lines(sw: Sweep) -> str:
         best = best_of(means, better)
         if not best:
             continue
-        settings = "; ".join(", ".join(f"{k}={_fmt(v)}" for k, v in zip(sw.keys, c,
+        settings = "; ".join(", ".join(sw.label(k, v) for k, v in zip(sw.keys, c,
                                                                          strict=True))
                              for c in best[:4]) + (" …" if len(best) > 4 else "")
         tie = (f" — all {len(best)} settings tie" if len(best) == len(means) > 1 else

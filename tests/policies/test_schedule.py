@@ -204,6 +204,6 @@ def test_trainer_checkpoints_run_with_the_schedule_faults_do_not():
                recovery={"trainer": {"checkpoint_every": 2, "checkpoint_write_s": 3.0}})
     writes = [s for s in res.recorder.spans if s.name == "checkpoint"]
     assert [round(s.t1 - s.t0, 9) for s in writes] == [3.0]  # after step 2; none after 4
-    with pytest.raises(ScenarioError, match="faults.trainer.*drop policy.schedule"):
+    with pytest.raises(ScenarioError, match=r"faults\.trainer.*drop policy\.schedule"):
         _run({"queue_scheduling": True},
              faults={"trainer": [{"times": ["10 s"]}]})

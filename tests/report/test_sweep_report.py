@@ -195,3 +195,25 @@ def test_partial_sweep_is_marked(tmp_path):
     root = _write(tmp_path / "p", {"rollout.tp": [1, 2]}, {"throughput.tokens_per_s": [1.0, 2.0]},
                   {"points": 5})
     assert "2 of 5 points done" in render_sweep(root)
+
+
+def test_a_scale_sweep_shows_the_mtbf_it_gives(tmp_path):
+    """Regression (issue 38): the report showed faults.scale, not the MTBF the user set."""
+    from tests.scenarios import tiny
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(json.dumps(tiny(faults={"gpu": [{"mtbf": "20 h"}]})))
+    root = _write(tmp_path / "m", {"faults.scale": [0.0, 4.0, 16.0]},
+                  {"goodput_samples_per_s": [3.0, 2.0, 1.0]},
+                  {"scenario": str(scenario), "overrides": ["faults.scale=2"]})
+    sw = load_sweep(root)
+    assert sw.label("faults.scale", 4.0) == "faults.scale=4 (gpu MTBF 5.0 h)"
+    assert sw.label("faults.scale", 0.0) == "faults.scale=0 (no rate-based faults)"
+    html = render_sweep(root)
+    assert "faults.scale=16 (gpu MTBF 75 min)" in html
+    fig = next(f for f in _figures(html) if "goodput" in f["layout"]["yaxis"]["title"]["text"])
+    assert fig["layout"]["xaxis"]["title"]["text"] == "gpu MTBF (faults.scale: 20.0 h / scale)"
+    assert fig["layout"]["xaxis"]["ticktext"] == ["5.0 h", "75 min"]
+    # the scenario gone: the scale alone, as before
+    scenario.unlink()
+    assert load_sweep(root).label("faults.scale", 4.0) == "faults.scale=4"
