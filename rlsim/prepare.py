@@ -124,12 +124,12 @@ def _check_recorded(scenario: Scenario, workload: Workload, kv_capacity: int) ->
 def _check_fault_targets(scenario: Scenario, placement: Placement) -> None:
     """Each explicit fault target names an instance that exists (`Placement.instances`)."""
     f = scenario.faults
-    for kind in ("engine", "trainer", "link", "gpu"):
+    for kind in ("engine", "trainer", "link", "gpu", "node"):
         count = placement.instances(kind)
         for si, spec in enumerate(getattr(f, kind)):
             if spec.times and max(spec.targets) >= count:
                 what = {"engine": "engines", "trainer": "trainers", "link": "links",
-                        "gpu": "GPUs that faults hit"}[kind]
+                        "gpu": "GPUs that faults hit", "node": "nodes"}[kind]
                 raise ScenarioError(
                     f"faults.{kind}.{si}.targets", f"instance {max(spec.targets)} does not "
                     f"exist: the scenario has {count} {what} (0 to {count - 1})")

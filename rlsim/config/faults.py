@@ -20,14 +20,16 @@ class FaultSpec(Frozen):
     """One kind of fault of one component kind: fail-stop or fail-slow, at a rate or at
     given times."""
 
-    mode: Literal["stop", "slow"] = Field(
+    mode: Literal["stop", "slow", "hang"] = Field(
         default="stop",
         description="stop: the component dies (fail-stop) and its scheme recovers it; slow: "
-        "it runs `factor` times slower for `duration` (fail-slow).")
+        "it runs `factor` times slower for `duration` (fail-slow); hang (nodes only): it "
+        "stops answering without dying, so the trainer's collectives notice only at "
+        "recovery.node.hang_timeout_s, then it recovers as a stop.")
     mtbf: Seconds | None = Field(
         default=None, gt=0,
         description="Mean time between faults of each instance (exponential gaps), e.g. "
-        "'6 h'. Engines, the trainer, links and GPUs.")
+        "'6 h'. Engines, the trainer, links, GPUs and nodes.")
     probability: float | None = Field(
         default=None, gt=0, lt=1,
         description="Chance that one environment execution (a tool call between two turns) "
@@ -37,7 +39,8 @@ class FaultSpec(Frozen):
         description="Explicit fault times from the start of the run, e.g. ['120 s'].")
     targets: list[int] = Field(
         default_factory=lambda: [0],
-        description="With `times`: the instance each fault hits (engine or GPU index), "
+        description="With `times`: the instance each fault hits (engine, GPU or node "
+        "index), "
         "cycled over the times; default instance 0.")
     factor: float = Field(
         default=2.0, gt=1,
@@ -79,6 +82,15 @@ class FaultsConfig(Frozen):
         description="GPU faults, per GPU of the rollout GPUs then the training GPUs (`on` "
         "counts that way): a rollout GPU's fault hits its engine, a training GPU's the "
         "trainer.")
+    node: list[FaultSpec] = Field(
+        default_factory=list,
+        description="Node faults, per node of the job's GPUs (the rollout GPUs' nodes, then "
+        "the training GPUs' when disaggregated; each pool's gpus_per_node GPUs a node). A "
+        "stop or hang takes down every role placed on the node, each recovering by its own "
+        "scheme after a replacement node comes (recovery.node): its engines, and the "
+        "trainer if a training rank is there. slow: every role on the node runs `factor` "
+        "times slower (a straggler node). Environment and reward workers run on CPU pools "
+        "in rlsim, off the GPU nodes.")
 
     scale: float = Field(
         default=1.0, ge=0,
@@ -92,11 +104,14 @@ class FaultsConfig(Frozen):
             if f.mode != "stop" or f.probability is None:
                 raise ValueError(f"faults.env.{i}: environment faults are fail-stop with a "
                                  "`probability` per execution")
-        for kind in ("engine", "trainer", "link", "gpu"):
+        for kind in ("engine", "trainer", "link", "gpu", "node"):
             for i, f in enumerate(getattr(self, kind)):
                 if f.probability is not None:
                     raise ValueError(f"faults.{kind}.{i}: `probability` is for environment "
                                      "executions; give mtbf or times")
+                if f.mode == "hang" and kind != "node":
+                    raise ValueError(f"faults.{kind}.{i}: mode hang is for nodes "
+                                     "(faults.node); use stop or slow")
         for i, f in enumerate(self.link):
             if f.mode != "slow":
                 raise ValueError(f"faults.link.{i}: link faults are fail-slow (mode: slow)")
@@ -104,7 +119,8 @@ class FaultsConfig(Frozen):
 
     @property
     def any(self) -> bool:
-        return bool(self.engine or self.env or self.trainer or self.link or self.gpu)
+        return bool(self.engine or self.env or self.trainer or self.link or self.gpu
+                    or self.node)
 
     def scaled(self, spec: FaultSpec) -> FaultSpec | None:
         """`spec` at this config's scale (None: a rate scaled to nothing)."""
@@ -246,6 +262,38 @@ class SlowRecoveryConfig(Frozen):
         "engine is treated as crashed (its recovery scheme replaces it).")
 
 
+class NodeRecoveryConfig(Frozen):
+    """What a node fault waits for before its roles can recover: noticing a hang, and a
+    replacement node (a spare, or the failed node back from repair)."""
+
+    hang_timeout_s: Seconds = Field(
+        default=600.0, gt=0,
+        description="A hung node is noticed when the trainer's collective times out, this "
+        "long after the hang (in place of trainer.detect_s): 600 s is PyTorch's default "
+        "process-group timeout and veRL's nccl_timeout. A hung node's engines are noticed "
+        "by their own health check (engine.detect_s).")
+    spares: int | None = Field(
+        default=None, ge=0,
+        description="Spare nodes standing by; none: always one (the node is replaced after "
+        "swap_s). With a count, a failed node goes to repair and rejoins the spares "
+        "repair_s later; a fault finding no spare waits for the next repaired node.")
+    swap_s: Seconds = Field(
+        default=0.0, ge=0,
+        description="Bringing a spare node into the job (the scheduler's hand-over), on top "
+        "of each role's own restart.")
+    repair_s: Seconds | None = Field(
+        default=None, gt=0,
+        description="How long a failed node takes to come back as a spare (repair or "
+        "replacement). Needed with a spare count.")
+
+    @model_validator(mode="after")
+    def _repair_with_spares(self) -> NodeRecoveryConfig:
+        if self.spares is not None and self.repair_s is None:
+            raise ValueError("recovery.node.spares: a limited spare pool needs "
+                             "recovery.node.repair_s (when a failed node is back)")
+        return self
+
+
 class RecoveryConfig(Frozen):
     """Recovery scheme per component kind."""
 
@@ -257,6 +305,8 @@ class RecoveryConfig(Frozen):
                                            description="Trainer.")
     slow: SlowRecoveryConfig = Field(default=SlowRecoveryConfig(),
                                      description="Fail-slow components.")
+    node: NodeRecoveryConfig = Field(default=NodeRecoveryConfig(),
+                                     description="Node faults: hang detection, spares.")
     scope: Literal["job", "role"] = Field(
         default="job",
         description="job: a trainer fault restarts the whole job from its last checkpoint "

@@ -47,10 +47,35 @@ class Placement:
             return "engine", gpu // self.engine_gpus
         return "trainer", gpu - self.rollout_gpus
 
+    @property
+    def rollout_nodes(self) -> int:
+        """Nodes the rollout GPUs take (the last may be partly the job's)."""
+        return -(-self.rollout_gpus // self.rollout_pool.node_size)
+
+    @property
+    def nodes(self) -> int:
+        """The job's nodes (what `faults.node` counts): the rollout GPUs' nodes, then the
+        training GPUs' when disaggregated."""
+        if self.colocated:
+            return self.rollout_nodes
+        return self.rollout_nodes + -(-self.train_gpus // self.train_pool.node_size)
+
+    def node_gpus(self, node: int) -> range:
+        """The job's GPUs (as `faults.gpu` numbers them) on node `node`."""
+        if not 0 <= node < self.nodes:
+            raise IndexError(f"node {node} of {self.nodes}")
+        size = self.rollout_pool.node_size
+        if node < self.rollout_nodes:
+            return range(node * size, min((node + 1) * size, self.rollout_gpus))
+        size = self.train_pool.node_size
+        start = self.rollout_gpus + (node - self.rollout_nodes) * size
+        return range(start, min(start + size, self.gpus))
+
     def instances(self, kind: str) -> int:
         """How many instances a fault kind (`faults.<kind>`) has: engines, one trainer,
-        one weight-sync link, GPUs."""
-        return {"engine": self.engines, "trainer": 1, "link": 1, "gpu": self.gpus}[kind]
+        one weight-sync link, GPUs, nodes."""
+        return {"engine": self.engines, "trainer": 1, "link": 1, "gpu": self.gpus,
+                "node": self.nodes}[kind]
 
 
 def _pool(scenario: Scenario, name: str, field: str) -> PoolConfig:

@@ -33,6 +33,8 @@ def _restart_field(scenario: Scenario) -> str | None:
         return "faults.trainer"
     if f.gpu:
         return "faults.gpu"
+    if f.node:
+        return "faults.node"
     if r.trainer.checkpoint_every is not None:
         return "recovery.trainer.checkpoint_every"
     if f.trainer and r.slow.mitigation == "fail_stop":

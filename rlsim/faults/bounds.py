@@ -63,9 +63,11 @@ MAX_ATTEMPTS = 1000
 # job restart and the work it redoes.
 STALL_MIN_S = 3600.0
 STALL_STEPS = 20.0
-TIMED_KINDS = ("engine", "trainer", "link", "gpu")
+TIMED_KINDS = ("engine", "trainer", "link", "gpu", "node")
 # What a GPU spec's fix is measured against: Llama 3's 1.97e-5 failures per GPU-hour.
 REAL_GPU_MTBF_H = 50_000
+# ... and per 8-GPU node (the same interruptions over 2,048 nodes: 6,335 h).
+REAL_NODE_MTBF_H = 6_300
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def _stops(spec: FaultSpec, scenario: Scenario) -> bool:
     """Whether `spec` kills what it hits: fail-stop, or fail-slow that recovery replaces as
     crashed once noticed, before the slowdown would end."""
     slow = scenario.recovery.slow
-    return spec.mode == "stop" or (slow.mitigation == "fail_stop"
+    return spec.mode in ("stop", "hang") or (slow.mitigation == "fail_stop"
                                    and slow.detect_s < spec.duration)
 
 
@@ -211,8 +213,12 @@ def _loads(scenario: Scenario, place: Placement, floor: StepFloor) -> list[SpecL
     # colocated, where a rollout GPU's fault hits its engine and the trainer)
     gpus = place.rollout_gpus + (0 if place.colocated else place.train_gpus)
     trainer_gpus = place.rollout_gpus if place.colocated else place.train_gpus
+    # nodes an engine spans (at least its own), and the nodes holding training ranks
+    engine_nodes = max(1, -(-engine_gpus // place.rollout_pool.node_size))
+    trainer_nodes = place.nodes if place.colocated else place.nodes - place.rollout_nodes
     out: list[SpecLoad] = []
-    for kind, count in zip(TIMED_KINDS, (place.engines, 1, 1, gpus), strict=True):
+    counts = (place.engines, 1, 1, gpus, place.nodes)
+    for kind, count in zip(TIMED_KINDS, counts, strict=True):
         for i, raw in enumerate(getattr(f, kind)):
             spec = f.scaled(raw)
             if spec is None or spec.mtbf is None:
@@ -220,8 +226,10 @@ def _loads(scenario: Scenario, place: Placement, floor: StepFloor) -> list[SpecL
             rate = 1.0 / spec.mtbf
             engine = trainer = 0.0
             if _stops(spec, scenario):
-                engine = {"engine": rate, "gpu": rate * engine_gpus}.get(kind, 0.0)
-                trainer = {"trainer": rate, "gpu": rate * trainer_gpus}.get(kind, 0.0)
+                engine = {"engine": rate, "gpu": rate * engine_gpus,
+                          "node": rate * engine_nodes}.get(kind, 0.0)
+                trainer = {"trainer": rate, "gpu": rate * trainer_gpus,
+                           "node": rate * trainer_nodes}.get(kind, 0.0)
             out.append(SpecLoad(f"faults.{kind}.{i}.mtbf", kind, count * rate * floor.step_s,
                                 engine_rate=engine, trainer_rate=trainer))
     samples = scenario.workload.prompts_per_step * scenario.workload.samples_per_prompt
@@ -361,8 +369,9 @@ def check_faults(scenario: Scenario, groups: Sequence[PromptGroup],
 
 def _raise(load: SpecLoad, by: float, scaled: str) -> str:
     """The fix of a spec given by an MTBF: longer by at least `by`."""
-    real = (f" (a real GPU fails about once per {REAL_GPU_MTBF_H:,} h)"
-            if load.kind == "gpu" else "")
+    real = {"gpu": f" (a real GPU fails about once per {REAL_GPU_MTBF_H:,} h)",
+            "node": f" (a real 8-GPU node fails about once per {REAL_NODE_MTBF_H:,} h)",
+            }.get(load.kind, "")
     return f"raise it{scaled} at least {_num(by)}x{real}"
 
 

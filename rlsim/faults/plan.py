@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from rlsim.config.faults import FaultSpec
 from rlsim.config.streams import rng
 
-KINDS = ("engine", "env", "trainer", "link", "gpu")
+KINDS = ("engine", "env", "trainer", "link", "gpu", "node")  # stream keys: append only
 
 
 def fault_times(spec: FaultSpec, kind: str, spec_index: int, instance: int,

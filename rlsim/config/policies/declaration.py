@@ -25,9 +25,9 @@ from rlsim.config.faults import FaultsConfig, RecoveryConfig
 from rlsim.config.workload import WorkloadConfig
 
 PlacementName = Literal["colocated", "disaggregated"]
-FaultKind = Literal["engine", "env", "trainer", "link", "gpu"]
+FaultKind = Literal["engine", "env", "trainer", "link", "gpu", "node"]
 
-FAULT_KINDS: tuple[FaultKind, ...] = ("engine", "env", "trainer", "link", "gpu")
+FAULT_KINDS: tuple[FaultKind, ...] = ("engine", "env", "trainer", "link", "gpu", "node")
 """The component kinds of `faults:` (FaultsConfig's lists), in its order."""
 
 KnobValue = bool | int | float | str

@@ -20,6 +20,7 @@ from rlsim.entities.cluster import Cluster
 from rlsim.entities.rollout import RolloutJob
 from rlsim.faults import fault_times
 from rlsim.faults.bounds import FaultEstimate
+from rlsim.faults.spares import SparePool
 from rlsim.policies.recovery.engines import EngineRecovery
 from rlsim.policies.recovery.environments import EnvRecovery
 from rlsim.policies.recovery.ledger import Ledger
@@ -51,6 +52,7 @@ class Recovery:
         self.envs = EnvRecovery(c, self.ledger, cfg, bounds)
         self.trainer = TrainerRecovery(c, ph.job, self.ledger, cfg, self.engines.cold_start_s)
         self.links = LinkRecovery(c, self.ledger)
+        self.spares = SparePool(cfg.node)
         # every multi-turn sample's environment steps go through its fault hooks
         ph.job.faults = self.envs.trajectory_faults
         self._start_injectors()
@@ -76,7 +78,7 @@ class Recovery:
         f = self.faults
         placement = self.cluster.placement
         for kind, specs in (("engine", f.engine), ("trainer", f.trainer), ("link", f.link),
-                            ("gpu", f.gpu)):
+                            ("gpu", f.gpu), ("node", f.node)):
             for si, spec in enumerate(specs):
                 for i in range(placement.instances(kind)):
                     self.env.process(self._inject(spec, kind, si, i))
@@ -95,7 +97,10 @@ class Recovery:
 
     def _hit(self, spec: FaultSpec, kind: str, instance: int) -> None:
         """One fault of `spec` on `instance` of `kind` now (a GPU's lands on its engine or
-        on the trainer)."""
+        on the trainer, a node's on every role placed there)."""
+        if kind == "node":
+            self._hit_node(spec, instance)
+            return
         if kind == "gpu":
             placement = self.cluster.placement
             role, index = placement.gpu_role(instance)  # the engine that owns it, or a rank
@@ -118,3 +123,35 @@ class Recovery:
                 self.env.process(self.trainer.slow(spec))
         elif kind == "link":
             self.env.process(self.links.slow(spec))
+
+    def _hit_node(self, spec: FaultSpec, node: int) -> None:
+        """Node `node` fails: its engines and (with a training rank there) the trainer.
+        A stop or hang waits for a replacement node (`SparePool`) before each role's own
+        recovery, a hang also for the trainer's collective timeout; slow slows them all."""
+        placement = self.cluster.placement
+        engines: list[int] = []
+        trainer = False
+        for gpu in placement.node_gpus(node):
+            role, index = placement.gpu_role(gpu)
+            if role == "engine":
+                if index not in engines:
+                    engines.append(index)
+                trainer = trainer or placement.colocated
+            else:
+                trainer = True
+        if spec.mode == "slow":
+            for i in engines:
+                self.env.process(self.engines.slow(i, spec))
+            if trainer:
+                self.env.process(self.trainer.slow(spec))
+            return
+        if self.ledger.restarting:
+            return  # the job is restarting: it comes back on healthy nodes
+        wait_s = self.spares.take(self.env.now)
+        cfg = self.cluster.scenario.recovery
+        for i in engines:
+            self.engines.crash(i, extra_s=wait_s, node=node)
+        if trainer:
+            hang_s = (max(0.0, cfg.node.hang_timeout_s - cfg.trainer.detect_s)
+                      if spec.mode == "hang" else 0.0)
+            self.trainer.fault(extra_s=wait_s + hang_s, node=node)

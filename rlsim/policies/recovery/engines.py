@@ -50,22 +50,28 @@ class EngineRecovery:
         self._slow: list[int | None] = [None] * len(self.engines)
 
     # ------------------------------------------------------------------ fail-stop
-    def crash(self, i: int) -> None:
+    def crash(self, i: int, extra_s: float = 0.0, node: int | None = None) -> None:
         """Engine `i` dies now; its scheme brings it back (a fault on a dead engine, or
-        during a job restart, changes nothing)."""
+        during a job restart, changes nothing). A node fault (`node`) also takes its
+        shadow (on the same GPUs): it starts cold, `extra_s` later (the replacement
+        node's wait), and its shadow is armed again after it."""
         engine = self.engines[i]
         if engine.down or self.ledger.restarting:
             return
-        fid = self.ledger.fault("engine", i)
+        attrs: dict[str, Any] = {} if node is None else {"node": node, "node_wait_s": extra_s}
+        fid = self.ledger.fault("engine", i, **attrs)
         lost = engine.crash()
-        self.env.process(self._recover(fid, i, lost, self.env.now))
+        if node is not None and self.shadow_ready[i]:
+            self.shadow_ready[i] = False
+            self.env.process(self._rearm_shadow(i, extra_s))
+        self.env.process(self._recover(fid, i, lost, self.env.now, extra_s))
 
     def _recover(self, fid: int, i: int, lost: list[Request],
-                 t0: float) -> Generator[simpy.Event, Any, None]:
+                 t0: float, extra_s: float = 0.0) -> Generator[simpy.Event, Any, None]:
         cfg = self.cfg.engine
         engine = self.engines[i]
         epoch = self.ledger.epoch
-        shadow = self.shadow_ready[i]
+        shadow = self.shadow_ready[i]  # false after a node fault (it took the shadow)
         moved: dict[str, Any] = {}
         if shadow:
             # the watcher notices at its next poll (strictly after the fault)
@@ -80,9 +86,9 @@ class EngineRecovery:
             if epoch != self.ledger.epoch:
                 return
             lost, moved = self._reassign(engine, lost)
-            yield self.env.timeout(self.cold_start_s)
+            yield self.env.timeout(extra_s + self.cold_start_s)
         else:
-            yield self.env.timeout(cfg.detect_s + self.cold_start_s)
+            yield self.env.timeout(cfg.detect_s + extra_s + self.cold_start_s)
         if epoch != self.ledger.epoch:
             return  # the job restarted meanwhile: it restarted this engine too
         engine.restart()
@@ -138,9 +144,10 @@ class EngineRecovery:
         return [], {"requests": len(lost), "reassigned": n, "lost_tokens": tokens,
                     "reprefill_tokens": prefill}
 
-    def _rearm_shadow(self, i: int) -> Generator[simpy.Event, Any, None]:
-        """After a promotion the engine has no shadow until a new one has cold-started."""
-        yield self.env.timeout(self.cold_start_s)
+    def _rearm_shadow(self, i: int, after_s: float = 0.0) -> Generator[simpy.Event, Any, None]:
+        """After a promotion (or a node fault, `after_s` its replacement's wait) the engine
+        has no shadow until a new one has cold-started."""
+        yield self.env.timeout(after_s + self.cold_start_s)
         self.shadow_ready[i] = True
 
     # ------------------------------------------------------------------ fail-slow

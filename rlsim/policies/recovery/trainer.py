@@ -82,27 +82,29 @@ class TrainerRecovery:
         trainer): then its steps run one process each, a job fault stopping the one in
         flight (`run_steps`)."""
         f = self.faults
-        return bool(f.trainer or f.gpu or self.cfg.trainer.checkpoint_every)
+        return bool(f.trainer or f.gpu or f.node or self.cfg.trainer.checkpoint_every)
 
     # ------------------------------------------------------------------ faults
-    def fault(self) -> None:
+    def fault(self, extra_s: float = 0.0, node: int | None = None) -> None:
         """A fail-stop trainer fault now: the trainer restarts alone (scope role, from its
         checkpoint of the last step) or the whole job restarts (scope job; and, as RobustRL
         escalates, in the first step after a (re)start, at a second fault in one step, or
-        while the trainer is still restarting)."""
+        while the trainer is still restarting). A node fault (`node`) waits `extra_s` more
+        (a replacement node, a hang's timeout)."""
         if self.ledger.restarting:
             return
         if (self.role and self._trainer_back is None and self._step_now > self._resumed_at
                 and self._role_step != self._step_now):
-            self._restart_trainer()
+            self._restart_trainer(extra_s, node)
         else:
-            self.fail_job("trainer")
+            self.fail_job("trainer", extra_s, node)
 
-    def fail_job(self, kind: str) -> None:
+    def fail_job(self, kind: str, extra_s: float = 0.0, node: int | None = None) -> None:
         """A fault that restarts the whole job from its last checkpoint (`run_steps`)."""
         if self.ledger.restarting or self._job_fault.triggered:
             return
-        self._job_fault.succeed((self.ledger.fault(kind, 0), self.env.now))
+        attrs: dict[str, Any] = {} if node is None else {"node": node, "node_wait_s": extra_s}
+        self._job_fault.succeed((self.ledger.fault(kind, 0, **attrs), self.env.now, extra_s))
 
     def slow(self, spec: FaultSpec) -> Generator[simpy.Event, Any, None]:
         """The trainer runs `spec.factor` times slower for `spec.duration`, or until it is
@@ -229,23 +231,25 @@ class TrainerRecovery:
         return self.env.process(self._trainer_work(
             lambda: _wait(self.env.timeout(self.checkpoint_write_s))))
 
-    def _restart_trainer(self) -> None:
+    def _restart_trainer(self, extra_s: float = 0.0, node: int | None = None) -> None:
         """RobustRL's trainer recovery: the trainer's processes die now (the pass in
-        flight is lost), and after detection and `role_restart_s` it is back at its
-        checkpoint of the last step; the rollouts go on meanwhile."""
+        flight is lost), and after detection, `extra_s` (a node fault's wait) and
+        `role_restart_s` it is back at its checkpoint of the last step; the rollouts go on
+        meanwhile."""
         env = self.env
         t0 = env.now
-        fid = self.ledger.fault("trainer", 0, scope="role")
+        attrs: dict[str, Any] = {} if node is None else {"node": node, "node_wait_s": extra_s}
+        fid = self.ledger.fault("trainer", 0, scope="role", **attrs)
         self._trainer_gen += 1
         self._trainer_fault_t = t0
         self._trainer_back = env.event()
         self._role_step = self._step_now
         self.cluster.trainer.kill()
-        env.process(self._trainer_restarted(fid, t0, self.ledger.epoch))
+        env.process(self._trainer_restarted(fid, t0, self.ledger.epoch, extra_s))
 
-    def _trainer_restarted(self, fid: int, t0: float,
-                           epoch: int) -> Generator[simpy.Event, Any, None]:
-        yield self.env.timeout(self.cfg.trainer.detect_s + self.role_restart_s)
+    def _trainer_restarted(self, fid: int, t0: float, epoch: int,
+                           extra_s: float) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(self.cfg.trainer.detect_s + extra_s + self.role_restart_s)
         if epoch != self.ledger.epoch:
             return  # the job restarted meanwhile (which closed this fault)
         back, self._trainer_back = self._trainer_back, None
@@ -261,7 +265,7 @@ class TrainerRecovery:
                      since: float) -> Generator[simpy.Event, Any, None]:
         """Kill the job, wait for detection and a restart, and record what was lost."""
         env = self.env
-        fid, t0 = cast(tuple[int, float], fault.value)
+        fid, t0, extra_s = cast(tuple[int, float, float], fault.value)
         self._job_fault = env.event()
         self.ledger.restarting = True
         self.job.restart()  # every attempt still open is void: the epoch moves on
@@ -273,7 +277,7 @@ class TrainerRecovery:
         dropped = self._kill_job()
         self.rec.instant(CONTROLLER, "rollback", env.now, from_step=step, to_step=kept,
                          lost_s=t0 - since)
-        yield env.timeout(self.cfg.trainer.detect_s + self.job_restart_s)
+        yield env.timeout(self.cfg.trainer.detect_s + extra_s + self.job_restart_s)
         for engine in self.cluster.engines:
             engine.restart()
         self.ledger.restarting = False
