@@ -153,8 +153,10 @@ def agentic(**changes: Any) -> dict[str, Any]:
     return data
 
 
+# p up to 0.25: at 0.375 a 12-turn trajectory replayed from its first turn succeeds once
+# in ~270 tries, and the stall bound rightly stops the run (hypothesis found it)
 @settings(max_examples=20, deadline=None)
-@given(p=st.floats(0.02, 0.4), crashes=st.lists(st.floats(1, 400), max_size=4),
+@given(p=st.floats(0.02, 0.25), crashes=st.lists(st.floats(1, 400), max_size=4),
        trainer=st.lists(st.floats(1, 600), max_size=2),
        slow=st.lists(st.floats(0, 400), max_size=2),
        checkpoint_every=st.sampled_from([None, 1]),
