@@ -170,6 +170,10 @@ def _run_loaded(job: Any, label: str, show_progress: bool) -> Any:
     the partial result and where it stopped."""
     from rlsim.api import RunInterrupted, simulate
 
+    if job.scenario.horizon is not None:
+        from rlsim.horizon import simulate_horizon
+
+        return simulate_horizon(job)
     bar = _ProgressBar(label, job.scenario.steps, show_progress)
     try:
         return simulate(job, progress=bar)
@@ -313,6 +317,10 @@ def run(
         typer.echo(json.dumps(summary_document(summary)))
         return
     typer.echo(_format_table([summary], [name]))
+    if "horizon" in summary:
+        from rlsim.report.text import horizon_lines
+
+        typer.echo("\n" + "\n".join(horizon_lines(summary["horizon"])))
     _print_warnings([summary], [name])
     if out is not None:
         typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "

@@ -8,7 +8,7 @@ are made in `rlsim.faults`; the mechanisms live in the entities and `policies/re
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -334,4 +334,39 @@ class RecoveryConfig(Frozen):
             raise ValueError("recovery.scope: role restarts the trainer alone from its "
                              "checkpoint of the last step; set "
                              "recovery.trainer.checkpoint_every: 1")
+        return self
+
+
+class HorizonConfig(Frozen):
+    """The job's whole span at its fault rates (`rlsim.horizon`): the detailed simulation
+    gives the steady step, what one fault that does not restart the job costs, and the
+    checkpoint and restart costs; a job-level fault process runs over the span on them."""
+
+    span: Seconds | None = Field(
+        default=None, gt=0,
+        description="Wall-clock span of the job, e.g. '30 d'; or give `steps`.")
+    steps: int | None = Field(
+        default=None, gt=0,
+        description="Steps the job must finish (the span is how long that takes).")
+    replicates: int = Field(
+        default=20, ge=2, le=10_000,
+        description="Draws of the fault process: the intervals are over these.")
+    penalty_runs: int = Field(
+        default=6, ge=1, le=100,
+        description="Detailed runs per kind of fault that does not restart the job (an "
+        "engine's node, a slow node), each with one fault at a different point of a step: "
+        "what such a fault costs is drawn from them.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar_is_a_span(cls, data: Any) -> Any:
+        # `horizon: 30 d` reads as `horizon: {span: 30 d}`
+        if isinstance(data, str | int | float) and not isinstance(data, bool):
+            return {"span": data}
+        return data
+
+    @model_validator(mode="after")
+    def _one_length(self) -> HorizonConfig:
+        if (self.span is None) == (self.steps is None):
+            raise ValueError("give horizon.span (e.g. '30 d') or horizon.steps, not both")
         return self

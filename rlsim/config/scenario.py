@@ -18,7 +18,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rlsim.config import policy_caps
 from rlsim.config.base import Frozen
-from rlsim.config.faults import FaultsConfig, RecoveryConfig
+from rlsim.config.faults import FaultsConfig, HorizonConfig, RecoveryConfig
 from rlsim.config.frameworks import FrameworkName, profiles
 from rlsim.config.hardware import (
     GpuSpec,
@@ -883,6 +883,12 @@ class Scenario(Frozen):
     recovery: RecoveryConfig = Field(
         default=RecoveryConfig(),
         description="How each component kind recovers from its faults.")
+    horizon: HorizonConfig | None = Field(
+        default=None,
+        description="Simulate the job's whole span (e.g. `horizon: 30 d`) at the fault "
+        "rates, on the detailed run's steady step (docs/faults.md, 'Horizon'): ETTR, "
+        "goodput, lost GPU-hours and the cost of failures, with intervals. None: the "
+        "steps alone.")
     framework: FrameworkConfig = Field(
         default=FrameworkConfig(),
         description="Framework costs fitted to a measured run (rlsim fit); the defaults "

@@ -72,7 +72,13 @@ def run_point(ctx: PointContext, point: Point) -> PointResult:
     row.update(zip(ctx.keys, point.values, strict=True))
     row[ERROR_COLUMN] = None
     try:
-        summary = simulate(validate(ctx, point)).summary
+        job = validate(ctx, point)
+        if job.scenario.horizon is not None:
+            from rlsim.horizon import simulate_horizon
+
+            summary = simulate_horizon(job).summary
+        else:
+            summary = simulate(job).summary
     except ScenarioError as err:
         row[ERROR_COLUMN] = error_line(err)
     except Exception as err:  # a bug or a resource limit: report it, keep the sweep going

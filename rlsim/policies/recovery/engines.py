@@ -29,6 +29,7 @@ from rlsim.config.faults import FaultSpec, RecoveryConfig
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.entities.rollout import Rollout
+from rlsim.policies.recovery.costs import engine_cold_start_s
 from rlsim.policies.recovery.ledger import TRACK, Ledger
 
 
@@ -42,8 +43,7 @@ class EngineRecovery:
         self.cfg = cfg
         self.engines: list[RolloutEngine] = cluster.engines
         ecfg = cfg.engine
-        self.cold_start_s = (ecfg.cold_start_s if ecfg.cold_start_s is not None
-                             else cluster.engine_cost.cold_start_s())
+        self.cold_start_s = engine_cold_start_s(cluster.engine_cost, cfg)
         self.role = cfg.scope == "role"
         self.shadow_ready = [ecfg.scheme == "shadow"] * len(self.engines)
         # the fail-slow fault in force on each engine (its id)

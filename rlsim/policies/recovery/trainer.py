@@ -23,6 +23,7 @@ from rlsim.config.errors import ScenarioError
 from rlsim.config.faults import FaultSpec, RecoveryConfig
 from rlsim.entities.cluster import Cluster
 from rlsim.entities.rollout import RolloutJob
+from rlsim.policies.recovery.costs import restart_costs
 from rlsim.policies.recovery.ledger import Ledger
 from rlsim.trace import CONTROLLER
 
@@ -47,20 +48,17 @@ class TrainerRecovery:
         self.rec = cluster.recorder
         self.cfg = cfg
         self.faults = cluster.scenario.faults
-        tcfg = cfg.trainer
-        state = cluster.train_cost.state_bytes_per_gpu() * cluster.placement.train_gpus
-        self.checkpoint_write_s = (tcfg.checkpoint_write_s if tcfg.checkpoint_write_s
-                                   is not None else state / tcfg.storage_bandwidth)
-        self.job_restart_s = (tcfg.restart_s if tcfg.restart_s is not None
-                              else state / tcfg.storage_bandwidth + cold_start_s)
+        costs = restart_costs(cluster.train_cost, cluster.placement.train_gpus, cfg,
+                              cold_start_s)
+        self.checkpoint_write_s = costs.checkpoint_write_s
+        self.job_restart_s = costs.job_restart_s
         self.role = cfg.scope == "role"
         if self.role and cluster.placement.colocated:
             raise ScenarioError(
                 "recovery.scope", "role-based recovery restarts the trainer alone while the "
                 "rollouts keep generating, which needs separate GPUs: set policy.placement: "
                 "disaggregated, or recovery.scope: job")
-        self.role_restart_s = (cfg.role_restart_s if cfg.role_restart_s is not None
-                               else state / tcfg.storage_bandwidth)
+        self.role_restart_s = costs.role_restart_s
         self.rollout_gpus = cluster.placement.rollout_gpus
         self.train_gpus = cluster.placement.train_gpus
         self._job_fault: simpy.Event = self.env.event()
