@@ -19,12 +19,14 @@ Owns `simulate_horizon` and how a scenario becomes a `JobModel` (`rlsim.faults.h
 - **Answers** (`summary["horizon"]`, docs/metrics.md): ETTR (the fault-free time of the
   steps trained over the wall time), goodput, steps, lost GPU-hours, the cost of failures
   per day and per 1,000 steps, each with the mean's 95% confidence interval and the 5th to
-  95th percentile over the replicates, and Young's and Daly's checkpoint intervals.
+  95th percentile over the replicates, and Young's and Daly's checkpoint intervals beside
+  the best of a scan of intervals run on common random numbers (`checkpoint_scan`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -75,12 +77,46 @@ def simulate_horizon(job: PreparedJob) -> RunResult:
     mean_step = float(gaps.mean())
     model = _model(job, tuple(float(g) for g in gaps), max(0.0, ends[0] - mean_step),
                    ends[warm] if warm > 0 else 0.0)
-    runs = [run_job(model, rng(sc.seed, "horizon", r), span_s=h.span, steps=h.steps)
-            for r in range(h.replicates)]
+    runs = _replicates(sc, model)
     summary = dict(steady.summary)
-    summary["horizon"] = _answers(sc, model, runs, job.placement.gpus,
-                                  float(steady.summary["cost"]["usd_per_hour"]))
+    answers = _answers(sc, model, runs, job.placement.gpus,
+                       float(steady.summary["cost"]["usd_per_hour"]))
+    answers["checkpoint_scan"] = _scan(sc, model)
+    summary["horizon"] = answers
     return RunResult(sc, steady.recorder, summary, steady.base_dir)
+
+
+def _replicates(sc: Scenario, model: JobModel) -> list[JobRun]:
+    """The replicates of the fault process; replicate r draws from the same stream
+    whatever the model (common random numbers across checkpoint intervals)."""
+    h = sc.horizon
+    assert h is not None
+    return [run_job(model, rng(sc.seed, "horizon", r), span_s=h.span, steps=h.steps)
+            for r in range(h.replicates)]
+
+
+SCAN_FACTORS = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
+"""Checkpoint intervals the horizon tries, as multiples of Young's."""
+
+
+def _scan(sc: Scenario, model: JobModel) -> dict[str, Any] | None:
+    """ETTR over checkpoint intervals around Young's (`SCAN_FACTORS`, and the scenario's
+    own) on common random numbers, and the best of them; None without faults that
+    restart the job or without a checkpoint cost."""
+    rate = model.restart_rate_per_s
+    write = model.checkpoint_write_s
+    if rate <= 0 or write <= 0 or sc.recovery.scope == "role":
+        return None
+    young = young_interval_s(write, 1.0 / rate) / model.mean_step_s
+    every = sorted({max(1, round(young * f)) for f in SCAN_FACTORS}
+                   | ({model.checkpoint_every} if model.checkpoint_every else set()))
+    curve = []
+    for k in every:
+        runs = _replicates(sc, replace(model, checkpoint_every=k))
+        curve.append({"every": k, "ettr": float(np.mean([r.steps * model.mean_step_s
+                                                          / r.wall_s for r in runs]))})
+    best = max(curve, key=lambda c: c["ettr"])
+    return {"curve": curve, "best_every": best["every"], "best_ettr": best["ettr"]}
 
 
 def _quiet(sc: Scenario, **faults: list[FaultSpec]) -> Scenario:

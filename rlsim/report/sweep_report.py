@@ -9,9 +9,10 @@ that failed. A key with many distinct numeric values (random search) is drawn as
 of every row instead of lines.
 
 Tokens/s is the default metric (first, and the one the points are sorted by); a fault sweep
-(`is_fault_sweep`) puts goodput first. The best setting per ranked metric is named above the
-table, ties as ties (`best_of`). Scale-like keys (`LOG_KEYS`, or all values positive and
-spanning `LOG_SPAN`x) are drawn on a log axis, a value 0 of such a key (faults.scale=0: no
+(`is_fault_sweep`, or rows that ran a horizon) puts the horizon's ETTR, then goodput,
+first. The best setting per ranked metric is named above the table, ties as ties
+(`best_of`). Scale-like keys (`LOG_KEYS`, or all values positive and spanning `LOG_SPAN`x)
+are drawn on a log axis, a value 0 of such a key (faults.scale=0: no
 faults) as a dashed reference line. A heatmap whose cells differ by less than
 `FLAT_HEATMAP` says so in its title and does not stretch its colours over the difference.
 A sweep with fewer rows than points is marked partial.
@@ -40,8 +41,10 @@ MAIN_METRICS = ("throughput.tokens_per_s", "throughput.samples_per_s", "goodput"
                 "step_time_s.mean", "cost.usd_per_1k_samples")
 """Plotted first, in this order (prefix match); then gpu_util.*, then the rest. Tokens/s
 is the default metric: samples/s ranks settings that train shorter responses higher."""
-FAULT_MAIN_METRICS = ("goodput", "throughput.tokens_per_s", "throughput.samples_per_s",
-                      "cost.usd_per_1k_samples", "step_time_s.mean")
+FAULT_MAIN_METRICS = ("horizon.ettr.mean", "horizon.goodput_samples_per_s.mean",
+                      "horizon.lost_gpu_hours.mean", "goodput", "throughput.tokens_per_s",
+                      "throughput.samples_per_s", "cost.usd_per_1k_samples",
+                      "step_time_s.mean")
 """The order for a fault sweep (`is_fault_sweep`): goodput first, since step time leaves
 the time lost to faults and restarts between steps out."""
 
@@ -50,10 +53,13 @@ RANKED = (("throughput.tokens_per_s", "max"), ("throughput.samples_per_s", "max"
           ("cost.usd_per_1k_samples", "min"))
 """Metrics for which the best setting is named (sweep summary and report), and which way is
 better."""
-FAULT_RANKED = (("goodput_samples_per_s", "max"), ("throughput.tokens_per_s", "max"),
+FAULT_RANKED = (("horizon.ettr.mean", "max"), ("horizon.lost_gpu_hours.mean", "min"),
+                ("goodput_samples_per_s", "max"), ("throughput.tokens_per_s", "max"),
                 ("cost.usd_per_1k_samples", "min"))
 """A fault sweep's: not step time, which does not count restarts (the fewest steps done
 between faults would look best), nor samples/s, which counts samples later lost."""
+HORIZON_ETTR = "horizon.ettr.mean"
+"""A sweep whose rows ran a horizon (`rlsim.horizon`) is a fault sweep, ranked by ETTR."""
 TIE_RTOL = 1e-9
 """Settings whose means are this close (relative) tie for best: they are all named."""
 SCALE_KEY = "faults.scale"
@@ -142,12 +148,12 @@ class Sweep:
 
     @property
     def fault(self) -> bool:
-        """A fault sweep: ranked by goodput (see `is_fault_sweep`)."""
+        """A fault sweep: ranked by the horizon's ETTR or goodput (see `is_fault_sweep`)."""
         ok = self.ok_rows()
         injected = [v for v, good in zip(self.columns.get("faults.injected", []), ok,
                                          strict=False) if good]
-        return is_fault_sweep(self.keys, [str(o) for o in self.spec.get("overrides") or []],
-                              injected)
+        return HORIZON_ETTR in self.columns or is_fault_sweep(
+            self.keys, [str(o) for o in self.spec.get("overrides") or []], injected)
 
     def ranked(self) -> tuple[tuple[str, str], ...]:
         return FAULT_RANKED if self.fault else RANKED
@@ -199,8 +205,9 @@ class Sweep:
         return sorted(out, key=rank)
 
     def main_metrics(self) -> list[str]:
+        main = FAULT_MAIN_METRICS if self.fault else MAIN_METRICS
         return [m for m in self.metrics()
-                if m.startswith(MAIN_METRICS) or m.startswith("gpu_util.")]
+                if m.startswith(main) or m.startswith("gpu_util.")]
 
     def values(self, key: str) -> list[Any]:
         """Distinct values of a key in plotting order (numeric ascending, else first seen)."""
@@ -550,7 +557,8 @@ def _best_lines(sw: Sweep) -> str:
                      f" is better): {esc(settings)} at {esc(_fmt(means[best[0]]))}{esc(tie)}</li>")
     if not items:
         return ""
-    note = (" Fault sweep: ranked by goodput; step time leaves the time lost to faults out, "
+    first = "the horizon's ETTR" if HORIZON_ETTR in sw.columns else "goodput"
+    note = (f" Fault sweep: ranked by {first}; step time leaves the time lost to faults out, "
             "so it is not ranked." if sw.fault else "")
     return f'<p class="caption">Best per metric.{esc(note)}</p><ul>{"".join(items)}</ul>'
 

@@ -49,6 +49,11 @@ def horizon_lines(h: dict[str, Any]) -> list[str]:
                      f"a write); job restarts every {h['job_restart_mtbf_s'] / 3600:.1f} h: "
                      f"Young's interval {iv['young_steps']:.1f} steps, Daly's "
                      f"{iv['daly_steps']:.1f}")
+    scan = h.get("checkpoint_scan")
+    if scan:
+        tried = ", ".join(f"{c['every']}: {c['ettr']:.4f}" for c in scan["curve"])
+        lines.append(f"best checkpoint interval of those tried (same faults): every "
+                     f"{scan['best_every']} steps, ETTR {scan['best_ettr']:.4f} ({tried})")
     for c in h["classes"]:
         what = "restarts the job" if c["restarts_job"] else "the job rides through"
         lines.append(f"  {c['name']}: {c['per_day']:.3g} per day, {what}, "

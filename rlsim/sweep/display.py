@@ -170,7 +170,9 @@ def summary_lines(outcome: SweepOutcome, keys: tuple[str, ...],
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     title = "best per metric" + (" (mean over replicates)" if len(rows) > len(groups) else "")
     if fault:
-        title += (" (fault sweep: ranked by goodput; step time leaves the time lost to "
+        first = "the horizon's ETTR" if metrics and metrics[0][0].startswith("horizon.") \
+            else "goodput"
+        title += (f" (fault sweep: ranked by {first}; step time leaves the time lost to "
                   "faults out, so it is not ranked)")
     lines.append(title + ":")
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

@@ -96,6 +96,10 @@ def test_a_scenario_horizon_runs_and_answers_with_intervals() -> None:
     (cls,) = h["classes"]  # colocated: every GPU's fault restarts the job
     assert cls["restarts_job"] and cls["per_day"] == pytest.approx(8 * 24 / 200)
     assert h["checkpoint_intervals"]["young_steps"] > 0
+    scan = h["checkpoint_scan"]  # intervals around Young's and the scenario's own, same faults
+    tried = {c["every"]: c["ettr"] for c in scan["curve"]}
+    assert 5 in tried and tried[5] == pytest.approx(ettr["mean"], rel=1e-12)
+    assert scan["best_ettr"] == max(tried.values()) == tried[scan["best_every"]]
     # the same faults without them: ETTR is the checkpoints' share alone
     quiet = _horizon(horizon="2 d", recovery={"trainer": {"checkpoint_every": 5}})
     assert quiet["restarts"]["mean"] == 0
