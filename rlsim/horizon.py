@@ -91,7 +91,8 @@ def _replicates(sc: Scenario, model: JobModel) -> list[JobRun]:
     whatever the model (common random numbers across checkpoint intervals)."""
     h = sc.horizon
     assert h is not None
-    return [run_job(model, rng(sc.seed, "horizon", r), span_s=h.span, steps=h.steps)
+    seed = sc.faults.stream_seed(sc.seed)
+    return [run_job(model, rng(seed, "horizon", r), span_s=h.span, steps=h.steps)
             for r in range(h.replicates)]
 
 

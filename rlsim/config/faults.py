@@ -92,6 +92,11 @@ class FaultsConfig(Frozen):
         "times slower (a straggler node). Environment and reward workers run on CPU pools "
         "in rlsim, off the GPU nodes.")
 
+    seed: int | None = Field(
+        default=None, ge=0,
+        description="Seed of the fault streams alone; default the scenario's seed. Runs "
+        "that differ only in it see the same workload and different faults (replicates of "
+        "the fault process).")
     scale: float = Field(
         default=1.0, ge=0,
         description="Multiplies every fault rate: MTBFs are divided by it and environment "
@@ -121,6 +126,10 @@ class FaultsConfig(Frozen):
     def any(self) -> bool:
         return bool(self.engine or self.env or self.trainer or self.link or self.gpu
                     or self.node)
+
+    def stream_seed(self, scenario_seed: int) -> int:
+        """The seed the fault streams draw from."""
+        return scenario_seed if self.seed is None else self.seed
 
     def scaled(self, spec: FaultSpec) -> FaultSpec | None:
         """`spec` at this config's scale (None: a rate scaled to nothing)."""

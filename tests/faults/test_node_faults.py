@@ -163,3 +163,15 @@ def test_one_fault_counts_once_in_every_placement(colocated: bool, tp: int,
         assert kinds == (["engine", "trainer"] if colocated
                          else ["engine"] if gpu < rollout_gpus else ["trainer"])
     assert len(records(result, "recovered")) == len(hits)
+
+
+def test_faults_seed_changes_the_faults_not_the_workload() -> None:
+    def run_with(**faults: Any) -> RunResult:
+        return run(tiny(**TWO_NODES, steps=3, faults={"gpu": [{"mtbf": "2 min"}], **faults},
+                        recovery={"trainer": {"checkpoint_every": 1}}))
+
+    a, b, c = run_with(), run_with(seed=0), run_with(seed=5)
+    times = [[f["t"] for f in records(r, "fault")] for r in (a, b, c)]
+    assert times[0] == times[1] != times[2]  # seed 0 is the scenario's own
+    quiet = run(tiny(**TWO_NODES, steps=3, faults={"seed": 5}))
+    assert quiet.summary["step_time_s"] == run(tiny(**TWO_NODES, steps=3)).summary["step_time_s"]

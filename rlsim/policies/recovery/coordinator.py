@@ -45,7 +45,7 @@ class Recovery:
         self.cluster = c
         self.env = c.env
         self.faults = c.scenario.faults
-        self.seed = c.scenario.seed
+        self.seed = self.faults.stream_seed(c.scenario.seed)
         cfg = c.scenario.recovery
         self.ledger = Ledger(c, ph.job, bounds)
         self.engines = EngineRecovery(c, self.ledger, cfg)

@@ -34,7 +34,7 @@ class EnvRecovery:
         self.ledger = ledger
         self.env = cluster.env
         self.cfg = cfg.env
-        self.seed = cluster.scenario.seed
+        self.seed = cluster.scenario.faults.stream_seed(cluster.scenario.seed)
         faults = cluster.scenario.faults
         profile = cluster.engine_cost.profile
         env_cfg = self.cfg
