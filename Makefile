@@ -133,6 +133,12 @@ screenshots: $(STAMP)
 	rm -rf runs/advise-quickstart
 	$(BIN)/rlsim advise scenarios/quickstart.yaml --trials 60 --out runs/advise-quickstart
 	$(BIN)/python -m rlsim.report.browser runs/advise-quickstart/report.html reports/advise-report.png
+	rm -rf runs/horizon-ckpt
+	$(BIN)/rlsim sweep scenarios/bench/large_sync_1024.yaml --allow-large --set 'horizon=30 d' \
+	  --set 'faults.node=[{mtbf: 6000 h}]' \
+	  --grid recovery.trainer.checkpoint_every=5,10,20,40,80 --out runs/horizon-ckpt
+	$(BIN)/rlsim report runs/horizon-ckpt
+	$(BIN)/python -m rlsim.report.browser runs/horizon-ckpt/report.html reports/horizon-sweep.png
 
 # reports/rollpacker.md: the RollPacker reproduction (pairs, ablation, eta sweep, weak scaling) vs the paper.
 rollpacker-report: $(STAMP)
@@ -151,6 +157,13 @@ belayer-report: $(STAMP)
 # the paper's definition and rlsim's), 256 and 128 GPUs. About a minute on 2 cores.
 robustrl-report: $(STAMP)
 	$(BIN)/python scenarios/robustrl/make_report.py
+
+# reports/horizon.md: the horizon (a job's whole span at its fault rates) against the full
+# simulation on three policies, its closed forms, large_sync_1024 over 30 days, and the
+# Llama 3 and RobustRL anchors (scenarios/horizon/anchors.yaml). About 10 minutes on 2 cores.
+.PHONY: horizon-report
+horizon-report: $(STAMP)
+	$(BIN)/python scenarios/horizon/make_report.py
 
 # reports/rollart.md: RollArt's SWE step breakdown (Fig. 3) and its sensitivity to the
 # values the paper does not state. Under a minute on 2 cores.

@@ -51,8 +51,12 @@ from rlsim.trace import CONTROLLER
 
 TIMED = ("engine", "trainer", "link", "gpu", "node")
 MAX_PENALTY_STEPS = 400
-"""A penalty run covers the fault's effect plus two steps, at most this many steps past
-the warm-up (a slowdown longer than that is measured over that window only)."""
+"""A penalty run covers at most this many steps of a fault's effect (a slowdown longer than
+that is measured over that window only)."""
+PENALTY_SPREAD_STEPS = 4
+"""Penalty runs place their one fault over this many steady steps (steps differ)."""
+PENALTY_TAIL_STEPS = 3
+"""Steps a penalty run goes on after the fault's effect, for the delay to settle."""
 
 
 def simulate_horizon(job: PreparedJob) -> RunResult:
@@ -180,7 +184,7 @@ def _model(job: PreparedJob, gaps: tuple[float, ...], first_extra_s: float,
                 effect = (spec.duration if spec.mode == "slow" else
                           rec.engine.detect_s + cold_s + rec.node.swap_s
                           + (rec.trainer.detect_s + costs.role_restart_s if trainer else 0.0))
-                penalties = _penalties(job, kind, spec, members[0], effect, mean_step,
+                penalties = _penalties(job, kind, spec, members, effect, mean_step,
                                        warm_end_s)
                 classes.append(FaultClass(label, rate, False, penalties_s=penalties))
     role_ckpt = rec.scope == "role"
@@ -192,22 +196,26 @@ def _model(job: PreparedJob, gaps: tuple[float, ...], first_extra_s: float,
         classes=tuple(classes), node_recovery=rec.node)
 
 
-def _penalties(job: PreparedJob, kind: str, spec: FaultSpec, target: int, effect_s: float,
-               mean_step: float, warm_end_s: float) -> tuple[float, ...]:
-    """What one fault of `spec` on `target` delays the job by, measured in detail at
-    `penalty_runs` points spread over a steady step."""
+def _penalties(job: PreparedJob, kind: str, spec: FaultSpec, members: list[int],
+               effect_s: float, mean_step: float, warm_end_s: float) -> tuple[float, ...]:
+    """What one fault of `spec` delays the job by, measured in detail: `penalty_runs` runs,
+    each with one fault, spread over `PENALTY_SPREAD_STEPS` steady steps and over the
+    class's instances in turn, each against the same run without it, at the end of a run
+    long enough for the fault's effect and `PENALTY_TAIL_STEPS` more (a pipeline passes a
+    delay on or absorbs it a step or two later)."""
     sc = job.scenario
     assert sc.horizon is not None
-    warm = sc.output.warmup_steps
-    steps = warm + 2 + min(MAX_PENALTY_STEPS, math.ceil(effect_s / max(mean_step, 1e-9)))
+    k = sc.horizon.penalty_runs
+    spread = min(k, PENALTY_SPREAD_STEPS)
+    effect = min(MAX_PENALTY_STEPS, math.ceil(effect_s / max(mean_step, 1e-9)))
+    steps = sc.output.warmup_steps + spread + effect + PENALTY_TAIL_STEPS
     plain = simulate(prepare(_quiet(sc).model_copy(update={"steps": steps}), job.base_dir))
     base_s = float(plain.summary["sim_time_s"])
-    k = sc.horizon.penalty_runs
     out = []
     for i in range(k):
-        t = warm_end_s + (i + 0.5) / k * mean_step
-        one = FaultSpec(mode=spec.mode, times=[t], targets=[target], factor=spec.factor,
-                        duration=spec.duration)
+        t = warm_end_s + (i + 0.5) / k * spread * mean_step
+        one = FaultSpec(mode=spec.mode, times=[t], targets=[members[i % len(members)]],
+                        factor=spec.factor, duration=spec.duration)
         faulted = _quiet(sc, **{kind: [one]}).model_copy(update={"steps": steps})
         res = simulate(prepare(faulted, job.base_dir))
         out.append(max(0.0, float(res.summary["sim_time_s"]) - base_s))

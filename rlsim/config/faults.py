@@ -361,10 +361,10 @@ class HorizonConfig(Frozen):
         default=20, ge=2, le=10_000,
         description="Draws of the fault process: the intervals are over these.")
     penalty_runs: int = Field(
-        default=6, ge=1, le=100,
-        description="Detailed runs per kind of fault that does not restart the job (an "
-        "engine's node, a slow node), each with one fault at a different point of a step: "
-        "what such a fault costs is drawn from them.")
+        default=8, ge=1, le=100,
+        description="Detailed runs per kind of fault that does not restart the job (a "
+        "rollout node, a slow node), each with one fault at a different point of the first "
+        "steady steps: what such a fault costs is drawn from them.")
 
     @model_validator(mode="before")
     @classmethod

@@ -95,7 +95,9 @@ def best_of(means: dict[Any, float], better: str) -> list[Any]:
     tol = TIE_RTOL * max(abs(top), 1e-300)
     return [g for g, m in finite.items() if abs(m - top) <= tol]
 
-_NOT_METRICS = {"point", "replicate", "seed", "error"}
+_NOT_METRICS = {"point", "replicate", "seed", "error",
+                # a horizon's echo of its inputs, not a result
+                "horizon.replicates", "horizon.checkpoint_every"}
 _LAST = ("wall_s", "events")  # facts about the simulation, not the simulated system
 CONTINUOUS_MIN_VALUES = 12
 """A numeric key with more distinct values than this, nearly one per point, is continuous."""
