@@ -203,6 +203,12 @@ def advise(opts: AdviseOptions, resume: bool = False,
         raise ScenarioError("", "advise takes a single-job scenario, not a fleet (kind: "
                             "fleet): advise each job of the fleet on its own", str(path))
     scenario, base_dir = load_scenario(path, list(opts.overrides))
+    if scenario.horizon is not None:
+        # advise ranks the steady state of each configuration; a horizon's answers come from
+        # `rlsim run` or `rlsim sweep` (checkpoint intervals, recovery schemes)
+        raise ScenarioError("horizon", "advise ranks configurations on their steady state "
+                            "and does not run a horizon; drop horizon, or compare checkpoint "
+                            "intervals and recovery schemes with rlsim sweep", str(path))
     try:  # the job as given must run: it is the baseline every margin is measured against
         prepare(scenario, base_dir)
     except ScenarioError as err:

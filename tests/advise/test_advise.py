@@ -226,6 +226,14 @@ def test_a_fleet_or_a_missing_file_is_one_line(tmp_path: Path, monkeypatch, caps
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err, err
 
 
+def test_a_horizon_is_refused_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    root = Path(__file__).resolve().parents[2]
+    code, _, err = run_cli(["advise", str(root / "scenarios/quickstart.yaml"), "--set",
+                            "horizon=30 d", "--out", str(tmp_path / "o")], monkeypatch, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "horizon: advise ranks configurations on their steady state" in err
+
+
 def test_changes_name_the_fields_to_change_and_nothing_else() -> None:
     from rlsim.advise.run import changes
     from rlsim.config.loading import scenario_from_dict
