@@ -160,7 +160,8 @@ robustrl-report: $(STAMP)
 
 # reports/horizon.md: the horizon (a job's whole span at its fault rates) against the full
 # simulation on three policies, its closed forms, large_sync_1024 over 30 days, and the
-# Llama 3 and RobustRL anchors (scenarios/horizon/anchors.yaml). About 10 minutes on 2 cores.
+# Llama 3 and RobustRL anchors (docs/research/horizon-anchors.yaml). About 6 minutes on 2
+# cores.
 .PHONY: horizon-report
 horizon-report: $(STAMP)
 	$(BIN)/python scenarios/horizon/make_report.py

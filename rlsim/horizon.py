@@ -8,7 +8,8 @@ Owns `simulate_horizon` and how a scenario becomes a `JobModel` (`rlsim.faults.h
   horizon draws from; the first completion over their mean is a (re)start's extra time.
 - **Restart costs** come from the same functions as the detailed recovery's
   (`policies.recovery.costs`): detection (`recovery.trainer.detect_s`, or a hang's
-  `recovery.node.hang_timeout_s`) plus the job restart, and the checkpoint write.
+  `recovery.node.hang_timeout_s`) plus the job restart. What a checkpoint write delays the
+  job by is measured (`_visible_write_s`): a pipeline's rollouts generate through it.
 - **Fault classes.** Each rate-based spec's instances split into those that restart the
   job (the trainer, training GPUs and nodes, every GPU and node when colocated) and those
   the job rides through (rollout engines and their GPUs and nodes when disaggregated,
@@ -56,6 +57,8 @@ that is measured over that window only)."""
 PENALTY_SPREAD_STEPS = 4
 """Penalty runs place their one fault over this many steady steps (steps differ)."""
 PENALTY_TAIL_STEPS = 3
+CHECKPOINT_PROBE_STEPS = 8
+"""Steps past the warm-up the visible checkpoint write is measured over."""
 """Steps a penalty run goes on after the fault's effect, for the delay to settle."""
 
 
@@ -81,6 +84,9 @@ def simulate_horizon(job: PreparedJob) -> RunResult:
     mean_step = float(gaps.mean())
     model = _model(job, tuple(float(g) for g in gaps), max(0.0, ends[0] - mean_step),
                    ends[warm] if warm > 0 else 0.0)
+    if sc.recovery.scope != "role" and model.checkpoint_write_s > 0:
+        model = replace(model, checkpoint_write_s=_visible_write_s(
+            job, ends, model.checkpoint_write_s))
     runs = _replicates(sc, model)
     summary = dict(steady.summary)
     answers = _answers(sc, model, runs, job.placement.gpus,
@@ -88,6 +94,23 @@ def simulate_horizon(job: PreparedJob) -> RunResult:
     answers["checkpoint_scan"] = _scan(sc, model)
     summary["horizon"] = answers
     return RunResult(sc, steady.recorder, summary, steady.base_dir)
+
+
+def _visible_write_s(job: PreparedJob, ends: list[float], write_s: float) -> float:
+    """What a checkpoint write delays the job by, measured: the first steps in detail with
+    a checkpoint after every one, against the same steps without (`ends`). A write blocks
+    the step loop, but a pipeline's rollouts (one_off, async) go on generating meanwhile,
+    so a step can lose less than the write (nothing, when the trainer waits for rollouts
+    anyway); a synchronous job loses all of it."""
+    sc = job.scenario
+    n = min(len(ends), sc.output.warmup_steps + CHECKPOINT_PROBE_STEPS)
+    if n < 2:
+        return write_s
+    rec = sc.recovery
+    probe = _quiet(sc).model_copy(update={"steps": n, "recovery": rec.model_copy(update={
+        "trainer": rec.trainer.model_copy(update={"checkpoint_every": 1})})})
+    with_writes = float(simulate(prepare(probe, job.base_dir)).summary["sim_time_s"])
+    return min(write_s, max(0.0, (with_writes - ends[n - 1]) / (n - 1)))
 
 
 def _replicates(sc: Scenario, model: JobModel) -> list[JobRun]:

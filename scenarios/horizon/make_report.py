@@ -2,8 +2,8 @@
 simulation, against its closed forms, the must-show run of large_sync_1024 over 30 days,
 and the anchors (Llama 3's 54 days, RobustRL's stress test).
 
-Every input comes from anchors.yaml in this folder, committed before the first run that
-used it. The check runs the quickstart job under three policies with faults inflated so
+Every input comes from docs/research/horizon-anchors.yaml, committed before the first run
+that used it. The check runs the quickstart job under three policies with faults inflated so
 that a 100-step run sees dozens: 40 full simulations (faults.seed 0..39, one workload)
 against the horizon's 400 replicates on the same scenario. Run: `make horizon-report`
 (about 10 minutes on 2 cores).
@@ -35,10 +35,10 @@ from rlsim.faults.horizon import (
 from rlsim.horizon import simulate_horizon
 from rlsim.prepare import prepare
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "reports" / "horizon.md"
-INPUTS = yaml.safe_load((HERE / "anchors.yaml").read_text(encoding="utf-8"))
+ANCHORS = "docs/research/horizon-anchors.yaml"
+INPUTS = yaml.safe_load((ROOT / ANCHORS).read_text(encoding="utf-8"))
 
 
 # ---------------------------------------------------------------- the check
@@ -52,7 +52,7 @@ def _check_sets(policy: dict[str, str]) -> list[str]:
 def _full_run(args: tuple[dict[str, str], int]) -> tuple[float, int, int]:
     """One full simulation: (its time, faults injected, job restarts)."""
     policy, seed = args
-    scenario, base = load_scenario(HERE / INPUTS["check"]["scenario"],
+    scenario, base = load_scenario(ROOT / INPUTS["check"]["scenario"],
                                    [*_check_sets(policy), f"faults.seed={seed}"])
     result = simulate(prepare(scenario, base))
     s = result.summary
@@ -62,7 +62,7 @@ def _full_run(args: tuple[dict[str, str], int]) -> tuple[float, int, int]:
 
 def _horizon(policy: dict[str, str]) -> dict[str, Any]:
     c = INPUTS["check"]
-    scenario, base = load_scenario(HERE / c["scenario"], [
+    scenario, base = load_scenario(ROOT / c["scenario"], [
         *_check_sets(policy),
         f"horizon={{steps: {c['steps']}, replicates: {c['horizon_replicates']}}}"])
     return simulate_horizon(prepare(scenario, base)).summary["horizon"]
@@ -75,7 +75,7 @@ def _mean_se(x: list[float]) -> tuple[float, float]:
 
 def check(pool: ProcessPoolExecutor) -> list[str]:
     c = INPUTS["check"]
-    scenario, _ = load_scenario(HERE / c["scenario"], [])
+    scenario, _ = load_scenario(ROOT / c["scenario"], [])
     samples = scenario.workload.prompts_per_step * scenario.workload.samples_per_prompt
     steps = c["steps"]
     rows = []
@@ -162,7 +162,7 @@ def emulation() -> list[str]:
 
     c = INPUTS["check"]
     sets = _check_sets(c["policies"][0])
-    scenario, base = load_scenario(HERE / c["scenario"], sets)
+    scenario, base = load_scenario(ROOT / c["scenario"], sets)
     job = prepare(scenario, base)
     ends = _step_ends(simulate(prepare(_quiet(scenario), base)))
     gaps = list(np.diff(ends))
@@ -172,7 +172,7 @@ def emulation() -> list[str]:
     exact = 0
     seeds = range(10)
     for seed in seeds:
-        s2, b2 = load_scenario(HERE / c["scenario"], [*sets, f"faults.seed={seed}"])
+        s2, b2 = load_scenario(ROOT / c["scenario"], [*sets, f"faults.seed={seed}"])
         full = simulate(prepare(s2, b2))
         streams = [fault_times(spec, "gpu", 0, i, seed) for i in range(job.placement.gpus)]
         times = list(itertools.islice(heapq.merge(*streams), 10_000))
@@ -285,7 +285,7 @@ def llama3() -> list[str]:
            f"and {a['planned_interruptions']} planned ones, 'higher than 90% effective "
            f"training time'. A {step} s step [D], checkpoints at Young's interval, a planned "
            "interruption costing a restart only (it checkpoints first). Inputs and sources: "
-           "anchors.yaml. 20 replicates of the 54 days.", "",
+           f"{ANCHORS}. 20 replicates of the 54 days.", "",
            "| write (s) | restart (s) | interval (steps) | ETTR mean [95% CI] | "
            "loss per failure (s) |", "|---:|---:|---:|---|---:|"]
 
@@ -329,7 +329,7 @@ def robustrl() -> list[str]:
     a = INPUTS["robustrl"]
     out = ["## 5. Anchor: RobustRL's job through the horizon", "",
            f"scenarios/robustrl (256 GPUs, async), its ten injected trainer faults in 100 "
-           f"steps as a rate (a trainer MTBF of {a['trainer_mtbf_s']} s, anchors.yaml), "
+           f"steps as a rate (a trainer MTBF of {a['trainer_mtbf_s']} s, {ANCHORS}), "
            f"`horizon: {{steps: {a['steps']}}}`. The full simulation's figures are "
            "reports/robustrl.md's (faults at one instant per tenth of the steps, seeds 0-2); "
            "its 'goodput vs fault-free' is what the horizon's ETTR measures.", "",
@@ -357,7 +357,7 @@ def main() -> None:
     parts += emulation() + closed_forms() + large_sync() + llama3() + robustrl()
     head = ["# The horizon: a month of training at a cluster's failure rates", "",
             "Generated by `make horizon-report` (scenarios/horizon/make_report.py) from "
-            f"scenarios/horizon/anchors.yaml in {time.time() - t0:.0f} s. The model: "
+            f"{ANCHORS} in {time.time() - t0:.0f} s. The model: "
             "docs/faults.md, 'Horizon'.", ""]
     OUT.write_text("\n".join(head + parts), encoding="utf-8")
     print(f"wrote {OUT}")
