@@ -28,6 +28,7 @@ The process (docs/faults.md, "Horizon"):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,14 +110,7 @@ class _Attempt:
 
     def steps_by(self, t: float) -> int:
         """Relative steps finished by time t."""
-        lo, hi = 0, self.limit - self.k
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.step_end(mid) <= t:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return _last_by(self.step_end, self.limit - self.k, t)
 
     def checkpoints_by(self, t: float) -> int:
         """Checkpoints written by time t (none after the last step of a step horizon)."""
@@ -125,14 +119,20 @@ class _Attempt:
         most = (self.limit - self.k) // self.c
         if not self.final_write and most * self.c == self.limit - self.k:
             most -= 1
-        lo, hi = 0, max(0, most)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.checkpoint_end(mid) <= t:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return _last_by(self.checkpoint_end, max(0, most), t)
+
+
+def _last_by(end: Callable[[int], float], most: int, t: float) -> int:
+    """The largest n in [0, most] with end(n) <= t (`end` increasing; end(0) counts as
+    met): a bisection."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if end(mid) <= t:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def run_job(model: JobModel, rng: np.random.Generator, span_s: float | None = None,
