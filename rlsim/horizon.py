@@ -36,6 +36,7 @@ from scipy import stats
 from rlsim.api import RunResult, simulate
 from rlsim.config.errors import ScenarioError
 from rlsim.config.faults import FaultsConfig, FaultSpec
+from rlsim.config.placement import Placement
 from rlsim.config.scenario import Scenario
 from rlsim.config.streams import rng
 from rlsim.faults.horizon import (
@@ -173,28 +174,13 @@ def _model(job: PreparedJob, gaps: tuple[float, ...], first_extra_s: float,
     down_s = rec.trainer.detect_s + costs.job_restart_s
     role = rec.scope == "role"
     mean_step = float(np.mean(gaps))
-    trainer_nodes = set(range(place.nodes)) if place.colocated else \
-        set(range(place.rollout_nodes, place.nodes))
-    trainer_gpus = set(range(place.gpus)) if place.colocated else \
-        set(range(place.rollout_gpus, place.gpus))
     classes: list[FaultClass] = []
     for kind in TIMED:
         for si, raw in enumerate(getattr(sc.faults, kind)):
             spec = sc.faults.scaled(raw)
             if spec is None or spec.mtbf is None:
                 continue
-            name = f"faults.{kind}.{si}"
-            if kind in ("gpu", "node"):
-                count = place.instances(kind)
-                hits = trainer_gpus if kind == "gpu" else trainer_nodes
-                groups = [(f"{name} ({'all' if place.colocated else 'training'} "
-                           f"{kind}s)", sorted(hits), True),
-                          (f"{name} (rollout {kind}s)",
-                           sorted(set(range(count)) - hits), False)]
-            else:
-                count = place.instances(kind)
-                groups = [(name, list(range(count)), kind == "trainer")]
-            for label, members, trainer in groups:
+            for label, members, trainer in _groups(f"faults.{kind}.{si}", kind, place):
                 if not members:
                     continue
                 rate = len(members) / spec.mtbf
@@ -210,13 +196,26 @@ def _model(job: PreparedJob, gaps: tuple[float, ...], first_extra_s: float,
                 penalties = _penalties(job, kind, spec, members, effect, mean_step,
                                        warm_end_s)
                 classes.append(FaultClass(label, rate, False, penalties_s=penalties))
-    role_ckpt = rec.scope == "role"
     return JobModel(
         step_s=gaps, first_step_extra_s=first_extra_s,
-        checkpoint_every=1 if role_ckpt else rec.trainer.checkpoint_every,
+        checkpoint_every=1 if role else rec.trainer.checkpoint_every,
         # scope role writes its per-step checkpoint inside the measured steps
-        checkpoint_write_s=0.0 if role_ckpt else costs.checkpoint_write_s,
+        checkpoint_write_s=0.0 if role else costs.checkpoint_write_s,
         classes=tuple(classes), node_recovery=rec.node)
+
+
+def _groups(name: str, kind: str, place: Placement) -> list[tuple[str, list[int], bool]]:
+    """A spec's instances as (label, instances, whether they hit the trainer): a GPU or
+    node spec splits into the training ones (every one when colocated) and the rollout
+    ones; an engine, trainer or link spec is one group."""
+    count = place.instances(kind)
+    if kind not in ("gpu", "node"):
+        return [(name, list(range(count)), kind == "trainer")]
+    first = 0 if place.colocated else (place.rollout_gpus if kind == "gpu"
+                                       else place.rollout_nodes)
+    return [(f"{name} ({'all' if place.colocated else 'training'} {kind}s)",
+             list(range(first, count)), True),
+            (f"{name} (rollout {kind}s)", list(range(first)), False)]
 
 
 def _penalties(job: PreparedJob, kind: str, spec: FaultSpec, members: list[int],
