@@ -295,12 +295,22 @@ def run(
     as_json: JsonOpt = False,
     force: ForceOpt = False,
     allow_large: AllowLargeOpt = False,
+    draws: Annotated[int | None, typer.Option(
+        "--draws", help="Run N draws over the scenario's unknowns (its `unknowns:` section: "
+        "a Latin hypercube seeded by its seed) and print each headline metric's median and "
+        "80%/95% intervals (docs/uncertainty.md).")] = None,
 ) -> None:
     """Simulate one scenario and print its summary."""
     from rlsim.api import write_run
 
     path = scenario or _default_scenario()
     _check_out(out, force)
+    if draws is not None:
+        if out is not None:
+            fail("--out: draws write no run folder yet (docs/uncertainty.md); drop --out, "
+                 "or use --json > FILE")
+        _run_draws(path, _overrides(set_), draws, as_json)
+        return
     if is_fleet_file(path):
         run_and_show(path, _overrides(set_), out, as_json)
         return
@@ -325,6 +335,32 @@ def run(
     if out is not None:
         typer.echo(f"\nwrote {out}/ (report.html, summary.json, records.parquet, "
                    "trace.json, scenario.resolved.yaml)")
+
+
+def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool) -> None:
+    """`rlsim run --draws N`: the draws' intervals, as a table or as JSON."""
+    from rlsim.config.contracts import stamped
+    from rlsim.draws import METRICS, interval_summary, run_draws
+    from rlsim.report.text import aligned
+
+    if n < 1:
+        fail(f"--draws: must be >= 1, got {n}")
+
+    def tick(i: int, total: int) -> None:
+        if not as_json:
+            typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
+
+    doc = interval_summary(run_draws(path, overrides, n, tick))
+    if as_json:
+        typer.echo(json.dumps(stamped("summary", {"draws": doc})))
+        return
+    rows = [["metric", "median", "80% interval", "95% interval"]]
+    for key, label in METRICS:
+        q = doc["metrics"][key]
+        rows.append([label, f"{q['median']:.4g}", f"{q['p10']:.4g} - {q['p90']:.4g}",
+                     f"{q['p2_5']:.4g} - {q['p97_5']:.4g}"])
+    typer.echo(f"{n} draws over {', '.join(doc['unknowns'])}")
+    typer.echo(aligned(rows))
 
 
 def _interrupted(stop: _Stopped, out: Path | None) -> NoReturn:

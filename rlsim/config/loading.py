@@ -23,6 +23,7 @@ from rlsim.config.errors import ScenarioError
 from rlsim.config.placement import check_placement
 from rlsim.config.profiles import resolve_pool_profiles
 from rlsim.config.scenario import Scenario
+from rlsim.config.unknowns import check_unknowns
 from rlsim.config.yamlfile import (  # noqa: F401  (re-exported: callers import them here)
     MAX_SCENARIO_BYTES,
     MAX_YAML_ALIASES,
@@ -289,6 +290,9 @@ def scenario_from_dict(
         scenario = Scenario.model_validate(data, context={"base_dir": base})
         scenario = resolve_pool_profiles(scenario, base)
         check_placement(scenario, base)
+        if scenario.unknowns:
+            check_unknowns(scenario, data, lambda trial: scenario_from_dict(trial, None, base),
+                           apply_override)
     except ValidationError as err:
         raise _with_source(format_validation_error(err), source) from None
     except ScenarioError as err:

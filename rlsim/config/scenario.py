@@ -32,6 +32,7 @@ from rlsim.config.policies.asynchronous import AsyncConfig
 from rlsim.config.policies.sync import ScheduleConfig
 from rlsim.config.policies.tail_batching import TailBatchingConfig
 from rlsim.config.units import Bytes, BytesPerSecond, Seconds
+from rlsim.config.unknowns import Unknown
 from rlsim.config.workload import WorkloadConfig
 
 
@@ -883,6 +884,12 @@ class Scenario(Frozen):
     recovery: RecoveryConfig = Field(
         default=RecoveryConfig(),
         description="How each component kind recovers from its faults.")
+    unknowns: dict[str, Unknown] = Field(
+        default_factory=dict,
+        description="Fields whose values are not known, by dotted path (as --set takes), "
+        "each with a range or a distribution in the field's own units, e.g. "
+        "`workload.response_len.median: {low: 2000, high: 8000}`. `rlsim run --draws N` "
+        "draws them (docs/uncertainty.md); a plain run uses the fields' own values.")
     horizon: HorizonConfig | None = Field(
         default=None,
         description="Simulate the job's whole span (e.g. `horizon: 30 d`) at the fault "

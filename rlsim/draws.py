@@ -1,0 +1,113 @@
+"""Draws over a scenario's unknowns (`unknowns:`, `rlsim run --draws N`; issue 39).
+
+Owns `run_draws`: `n` space-filling draws (a Latin hypercube seeded from the scenario's
+seed, so the same scenario, seed and `n` give the same draws anywhere) over the unknowns,
+each mapped through its distribution's quantile function (`Unknown.value`) and run as the
+scenario with those values set, and `interval_summary`: per headline metric the median and
+the 80% and 95% intervals over the draws (empirical quantiles). What is drawn and how it
+answers: docs/uncertainty.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsim.api import simulate
+from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import load_scenario
+from rlsim.config.streams import rng
+from rlsim.config.unknowns import field_value
+from rlsim.prepare import prepare
+
+METRICS: tuple[tuple[str, str], ...] = (
+    ("step_time_s.mean", "step time mean (s)"),
+    ("throughput.samples_per_s", "samples/s"),
+    ("throughput.tokens_per_s", "tokens/s"),
+    ("goodput_samples_per_s", "goodput (samples/s)"),
+    ("cost.usd_per_1k_samples", "$/1k samples"),
+)
+"""The headline metrics every draw reports (dotted summary keys, and their labels)."""
+
+QUANTILES = {"p2_5": 0.025, "p10": 0.10, "median": 0.5, "p90": 0.90, "p97_5": 0.975}
+
+
+@dataclass(frozen=True)
+class Draws:
+    """The draws of one scenario: each draw's values and summary metrics."""
+
+    unknowns: tuple[str, ...]
+    values: list[dict[str, float]]      # per draw: field -> value
+    metrics: list[dict[str, float]]     # per draw: metric -> value
+
+
+def _metric(summary: dict[str, Any], key: str) -> float:
+    node: Any = summary
+    for part in key.split("."):
+        node = node[part]
+    return float(node)
+
+
+def draw_values(scenario: Any, n: int) -> list[dict[str, float]]:
+    """`n` Latin-hypercube draws over `scenario.unknowns` (seeded by the scenario's seed):
+    per draw, field -> value (whole numbers for integer fields)."""
+    from scipy.stats import qmc
+
+    if n < 1:
+        raise ScenarioError("--draws", f"must be >= 1, got {n}")
+    keys = sorted(scenario.unknowns)
+    if not keys:
+        raise ScenarioError("--draws", "the scenario declares no unknowns: add an "
+                            "`unknowns:` section (docs/uncertainty.md)")
+    sampler = qmc.LatinHypercube(d=len(keys), seed=rng(scenario.seed, "draws", n))
+    u = sampler.random(n)
+    out = []
+    for row in u:
+        draw = {}
+        for key, ui in zip(keys, row, strict=True):
+            value = scenario.unknowns[key].value(float(min(max(ui, 1e-12), 1 - 1e-12)))
+            draw[key] = value
+        out.append(draw)
+    return out
+
+
+def run_draws(path: Path, overrides: list[str], n: int,
+              progress: Callable[[int, int], None] | None = None) -> Draws:
+    """Run `n` draws of the scenario file at `path` (after `overrides`)."""
+    scenario, _ = load_scenario(path, overrides)
+    ints = _integer_fields(scenario)
+    values = draw_values(scenario, n)
+    metrics = []
+    for i, draw in enumerate(values):
+        sets = [*overrides, "unknowns={}"]
+        for key, value in draw.items():
+            if key in ints:
+                draw[key] = float(round(value))
+            sets.append(f"{key}={round(value) if key in ints else value!r}")
+        one, base = load_scenario(path, sets)
+        summary = simulate(prepare(one, base)).summary
+        metrics.append({key: _metric(summary, key) for key, _ in METRICS})
+        if progress is not None:
+            progress(i + 1, n)
+    return Draws(tuple(sorted(scenario.unknowns)), values, metrics)
+
+
+def _integer_fields(scenario: Any) -> set[str]:
+    return {k for k in scenario.unknowns if isinstance(field_value(scenario, k), int)}
+
+
+def interval_summary(draws: Draws) -> dict[str, Any]:
+    """The `--json` document's `draws` section: per metric its quantiles over the draws
+    (median, 80% interval p10-p90, 95% interval p2_5-p97_5), and every draw."""
+    out: dict[str, Any] = {"n": len(draws.metrics), "unknowns": list(draws.unknowns),
+                           "metrics": {}, "draws": []}
+    for key, _ in METRICS:
+        x = np.asarray([m[key] for m in draws.metrics], dtype=float)
+        out["metrics"][key] = {name: float(np.quantile(x, q)) for name, q in QUANTILES.items()}
+    for values, metrics in zip(draws.values, draws.metrics, strict=True):
+        out["draws"].append({"values": values, "metrics": metrics})
+    return out

@@ -1,0 +1,78 @@
+"""Unknowns and draws (rlsim.config.unknowns, rlsim.draws; issue 39): the distributions'
+quantiles, the Latin hypercube's strata, determinism, and bad input in one line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlsim.config.errors import ScenarioError
+from rlsim.config.loading import scenario_from_dict
+from rlsim.config.unknowns import Unknown
+from rlsim.draws import draw_values, interval_summary, run_draws
+from tests.scenarios import tiny, write
+
+
+def test_quantiles_are_the_distributions() -> None:
+    assert Unknown(low=2, high=6).value(0.25) == pytest.approx(3.0)
+    assert Unknown(dist="loguniform", low=1, high=100).value(0.5) == pytest.approx(10.0)
+    assert Unknown(dist="lognormal", median=4, sigma=0.5).value(0.5) == pytest.approx(4.0)
+    assert Unknown(dist="normal", mean=3, sd=2).value(0.8413447) == pytest.approx(5.0, rel=1e-6)
+    tri = Unknown(dist="triangular", low=0, mode=0, high=1)
+    assert tri.value(0.75) == pytest.approx(1 - math.sqrt(0.25))  # F(x) = 1 - (1-x)^2
+
+
+def test_draws_fill_every_stratum_of_every_unknown_and_repeat_exactly() -> None:
+    scenario, _ = scenario_from_dict(tiny(unknowns={
+        "workload.prompts_per_step": {"low": 4, "high": 12},
+        "reward.latency.median": {"low": 0.001, "high": 0.05}}))
+    n = 16
+    draws = draw_values(scenario, n)
+    for key, (low, high) in (("workload.prompts_per_step", (4, 12)),
+                             ("reward.latency.median", (0.001, 0.05))):
+        strata = sorted(int((d[key] - low) / (high - low) * n) for d in draws)
+        assert strata == list(range(n))  # a Latin hypercube: one draw per stratum
+    assert draw_values(scenario, n) == draws
+
+
+def test_run_draws_sets_each_value_and_summarizes(tmp_path: Path) -> None:
+    path = write(tmp_path, tiny(steps=2, unknowns={
+        "workload.prompts_per_step": {"low": 4, "high": 12}}))
+    draws = run_draws(path, [], 6)
+    assert all(float(v["workload.prompts_per_step"]).is_integer() for v in draws.values)
+    doc = interval_summary(draws)
+    q = doc["metrics"]["throughput.samples_per_s"]
+    assert q["p2_5"] <= q["p10"] <= q["median"] <= q["p90"] <= q["p97_5"]
+    assert doc["n"] == 6 and len(doc["draws"]) == 6
+    assert interval_summary(run_draws(path, [], 6)) == doc  # determinism
+
+
+@pytest.mark.parametrize(("unknowns", "field", "message"), [
+    ({"rollout.gpu_memory_utilization": {"low": 0.9, "high": 0.7}},
+     "unknowns.rollout.gpu_memory_utilization", "inverted"),
+    ({"policy.name": {"low": 1, "high": 2}}, "unknowns.policy.name", "not a number"),
+    ({"rollout.gpu_memory_utilization": {"dist": "normal", "mean": 0.9, "sd": 0.1}},
+     "unknowns.rollout.gpu_memory_utilization", "does not accept"),
+    ({"rollout.nope": {"low": 1, "high": 2}}, "unknowns.rollout.nope", "not a field"),
+])
+def test_bad_unknowns_name_the_field(unknowns: dict[str, Any], field: str,
+                                     message: str) -> None:
+    with pytest.raises(ScenarioError, match=message) as err:
+        scenario_from_dict(tiny(unknowns=unknowns))
+    assert err.value.field == field
+
+
+def test_cli_draws_zero_and_json(tmp_path: Path, monkeypatch, capsys) -> None:
+    from tests.cli.test_bad_input import run_cli
+
+    path = write(tmp_path, tiny(steps=2, unknowns={
+        "workload.prompts_per_step": {"low": 4, "high": 12}}))
+    code, _, err = run_cli(["run", str(path), "--draws", "0"], monkeypatch, capsys)
+    assert code == 2 and err.strip() == "rlsim: error: --draws: must be >= 1, got 0"
+    code, out, _ = run_cli(["run", str(path), "--draws", "3", "--json"], monkeypatch, capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["schema_version"] == 1 and doc["draws"]["n"] == 3
