@@ -299,6 +299,9 @@ def run(
         "--draws", help="Run N draws over the scenario's unknowns (its `unknowns:` section: "
         "a Latin hypercube seeded by its seed) and print each headline metric's median and "
         "80%/95% intervals (docs/uncertainty.md).")] = None,
+    sensitivity: Annotated[bool, typer.Option(
+        "--sensitivity", help="With --draws: draw a Saltelli design instead and print the "
+        "three unknowns each metric's spread comes from most (Sobol indices).")] = False,
 ) -> None:
     """Simulate one scenario and print its summary."""
     from rlsim.api import write_run
@@ -309,8 +312,10 @@ def run(
         if out is not None:
             fail("--out: draws write no run folder yet (docs/uncertainty.md); drop --out, "
                  "or use --json > FILE")
-        _run_draws(path, _overrides(set_), draws, as_json)
+        _run_draws(path, _overrides(set_), draws, as_json, sensitivity)
         return
+    if sensitivity:
+        fail("--sensitivity: give --draws N as well")
     if is_fleet_file(path):
         run_and_show(path, _overrides(set_), out, as_json)
         return
@@ -337,20 +342,33 @@ def run(
                    "trace.json, scenario.resolved.yaml)")
 
 
-def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool) -> None:
-    """`rlsim run --draws N`: the draws' intervals, as a table or as JSON."""
+def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
+               sensitivity: bool) -> None:
+    """`rlsim run --draws N [--sensitivity]`: the draws' intervals (and Sobol indices), as
+    a table or as JSON."""
     from rlsim.config.contracts import stamped
-    from rlsim.draws import METRICS, interval_summary, run_draws
+    from rlsim.config.loading import load_scenario
+    from rlsim.draws import (
+        METRICS,
+        interval_summary,
+        run_draws,
+        sensitivity_design,
+        sensitivity_summary,
+    )
     from rlsim.report.text import aligned
 
     if n < 1:
         fail(f"--draws: must be >= 1, got {n}")
+    base = sensitivity_design(load_scenario(path, overrides)[0], n)[0] if sensitivity else 0
 
     def tick(i: int, total: int) -> None:
         if not as_json:
             typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
 
-    doc = interval_summary(run_draws(path, overrides, n, tick))
+    runs = run_draws(path, overrides, n, tick, sensitivity)
+    doc = interval_summary(runs)
+    if sensitivity:
+        doc["sensitivity"] = sensitivity_summary(runs, base)
     if as_json:
         typer.echo(json.dumps(stamped("summary", {"draws": doc})))
         return
@@ -359,8 +377,16 @@ def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool) -> None:
         q = doc["metrics"][key]
         rows.append([label, f"{q['median']:.4g}", f"{q['p10']:.4g} - {q['p90']:.4g}",
                      f"{q['p2_5']:.4g} - {q['p97_5']:.4g}"])
-    typer.echo(f"{n} draws over {', '.join(doc['unknowns'])}")
+    typer.echo(f"{doc['n']} draws over {', '.join(doc['unknowns'])}")
     typer.echo(aligned(rows))
+    for key, label in METRICS if sensitivity else ():
+        top = doc["sensitivity"][key][:3]
+        parts = [f"{t['unknown']} {t['total']:.2f} [{t['total_ci'][0]:.2f}, "
+                 f"{t['total_ci'][1]:.2f}]" + ("" if t["ranked_apart"] else " ~")
+                 for t in top]
+        typer.echo(f"{label}: total index " + "; ".join(parts))
+    if sensitivity:
+        typer.echo("(~: its interval overlaps the next one's, so the two are not ranked)")
 
 
 def _interrupted(stop: _Stopped, out: Path | None) -> NoReturn:

@@ -76,3 +76,24 @@ def test_cli_draws_zero_and_json(tmp_path: Path, monkeypatch, capsys) -> None:
     code, out, _ = run_cli(["run", str(path), "--draws", "3", "--json"], monkeypatch, capsys)
     doc = json.loads(out)
     assert code == 0 and doc["schema_version"] == 1 and doc["draws"]["n"] == 3
+
+
+def test_cli_sensitivity_names_the_unknown_that_matters(tmp_path: Path, monkeypatch,
+                                                         capsys) -> None:
+    from tests.cli.test_bad_input import run_cli
+
+    # the batch size drives the step time; the reward's 1-10 ms latency barely does
+    path = write(tmp_path, tiny(steps=1, unknowns={
+        "workload.prompts_per_step": {"low": 2, "high": 16},
+        "reward.latency.median": {"low": 0.001, "high": 0.01}}))
+    code, out, _ = run_cli(["run", str(path), "--draws", "32", "--sensitivity", "--json"],
+                           monkeypatch, capsys)
+    assert code == 0
+    top = json.loads(out)["draws"]["sensitivity"]["step_time_s.mean"]
+    assert top[0]["unknown"] == "workload.prompts_per_step"
+    assert top[0]["total"] > top[1]["total"]
+    code, _, err = run_cli(["run", str(path), "--draws", "6", "--sensitivity"],
+                           monkeypatch, capsys)
+    assert code == 2 and "give at least 8" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(["run", str(path), "--sensitivity"], monkeypatch, capsys)
+    assert code == 2 and "--sensitivity: give --draws N as well" in err
