@@ -389,6 +389,41 @@ def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
         typer.echo("(~: its interval overlaps the next one's, so the two are not ranked)")
 
 
+def _compare_draws(plans: list[tuple[Path, list[str], str]], n: int, as_json: bool) -> None:
+    """`rlsim compare --draws N`: intervals, ratios and the probability of being best."""
+    from rlsim.config.contracts import stamped
+    from rlsim.draws import METRICS, compare_draws
+    from rlsim.report.text import aligned
+
+    if n < 1:
+        fail(f"--draws: must be >= 1, got {n}")
+
+    def tick(i: int, total: int) -> None:
+        if not as_json:
+            typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
+
+    doc = compare_draws(plans, n, tick)
+    if as_json:
+        typer.echo(json.dumps(stamped("compare", {"draws": doc})))
+        return
+    labels = [r["label"] for r in doc["runs"]]
+    typer.echo(f"{n} draws over {', '.join(doc['unknowns'])}, the same values for every "
+               "variant: median [80% interval]")
+    rows = [["metric", *labels]]
+    for key, label in METRICS:
+        rows.append([label, *(f"{q['median']:.4g} [{q['p10']:.4g}, {q['p90']:.4g}]"
+                              for q in (r["metrics"][key] for r in doc["runs"]))])
+    for key, label in (("throughput.samples_per_s", "samples/s"),
+                       ("throughput.tokens_per_s", "tokens/s")):
+        rows.append([f"  vs first ({label})", "1",
+                     *(f"{q['median']:.3g}x [{q['p10']:.3g}, {q['p90']:.3g}]"
+                       for q in (doc["ratios"][lab][key] for lab in labels[1:]))])
+    for key, label in METRICS:
+        rows.append([f"P(best: {label})",
+                     *(f"{doc['p_best'][key][lab]:.0%}" for lab in labels)])
+    typer.echo(aligned(rows))
+
+
 def _interrupted(stop: _Stopped, out: Path | None) -> NoReturn:
     """Ctrl-C in a run: say where it stopped, write the partial run to `out`, exit 130."""
     from rlsim.api import write_run
@@ -438,6 +473,10 @@ def compare(
     as_json: JsonOpt = False,
     force: ForceOpt = False,
     allow_large: AllowLargeOpt = False,
+    draws: Annotated[int | None, typer.Option(
+        "--draws", help="Run every variant at N draws over the first scenario's unknowns "
+        "(the same values for all) and print each metric's interval, each ratio to the "
+        "first variant and the probability each is best (docs/uncertainty.md).")] = None,
 ) -> None:
     """Simulate several scenarios (or variants of one) and print them side by side."""
     from rlsim.api import compare as compare_runs
@@ -451,6 +490,12 @@ def compare(
             label = path.stem + (f"[{v}]" if v else "")
             plans.append((path, common + extra, label))
     _check_out(out, force)
+    if draws is not None:
+        if out is not None:
+            fail("--out: draws write no comparison folder yet (docs/uncertainty.md); drop "
+                 "--out, or use --json > FILE")
+        _compare_draws(plans, draws, as_json)
+        return
     fleets = [is_fleet_file(p) for p, _, _ in plans]
     if any(fleets):
         if not all(fleets):

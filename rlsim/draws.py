@@ -136,6 +136,57 @@ def sensitivity_summary(draws: Draws, base: int) -> dict[str, list[dict[str, Any
     return out
 
 
+BETTER = {"step_time_s.mean": "min", "throughput.samples_per_s": "max",
+          "throughput.tokens_per_s": "max", "goodput_samples_per_s": "max",
+          "cost.usd_per_1k_samples": "min"}
+"""Which way each headline metric is better, for the probability of being best."""
+
+
+def compare_draws(plans: list[tuple[Path, list[str], str]], n: int,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """`n` draws over the first plan's unknowns, every plan (path, overrides, label) run
+    at each draw's values (common random numbers: the same values and seed for all), so a
+    ratio's spread comes from the unknowns. Per plan its metrics' quantiles; per plan
+    after the first, each metric's ratio to the first plan's, draw by draw, as quantiles;
+    per metric the share of draws in which each plan is best (ties shared)."""
+    first, _ = load_scenario(plans[0][0], plans[0][1])
+    ints = _integer_fields(first)
+    values = draw_values(first, n)
+    per_plan: list[list[dict[str, float]]] = [[] for _ in plans]
+    for i, draw in enumerate(values):
+        sets = [f"{k}={round(v) if k in ints else v!r}" for k, v in draw.items()]
+        for j, (path, overrides, _) in enumerate(plans):
+            one, base = load_scenario(path, [*overrides, "unknowns={}", *sets])
+            summary = simulate(prepare(one, base)).summary
+            per_plan[j].append({key: _metric(summary, key) for key, _ in METRICS})
+        if progress is not None:
+            progress(i + 1, n)
+    labels = [label for _, _, label in plans]
+
+    def quantiles(x: np.ndarray) -> dict[str, float]:
+        return {name: float(np.quantile(x, q)) for name, q in QUANTILES.items()}
+
+    runs = [{"label": label, "metrics": {key: quantiles(np.asarray([m[key] for m in rows]))
+                                         for key, _ in METRICS}}
+            for label, rows in zip(labels, per_plan, strict=True)]
+    ratios = {label: {key: quantiles(np.asarray([m[key] / b[key] if b[key] else np.nan
+                                                 for m, b in zip(rows, per_plan[0],
+                                                                 strict=True)]))
+                      for key, _ in METRICS}
+              for label, rows in zip(labels[1:], per_plan[1:], strict=True)}
+    p_best: dict[str, dict[str, float]] = {}
+    for key, _ in METRICS:
+        wins = np.zeros(len(plans))
+        for i in range(n):
+            x = np.asarray([rows[i][key] for rows in per_plan])
+            best = x.min() if BETTER[key] == "min" else x.max()
+            tied = np.isclose(x, best, rtol=1e-9, atol=0.0)
+            wins += tied / tied.sum()
+        p_best[key] = {label: float(w / n) for label, w in zip(labels, wins, strict=True)}
+    return {"n": n, "unknowns": sorted(first.unknowns), "runs": runs, "ratios": ratios,
+            "p_best": p_best}
+
+
 def _integer_fields(scenario: Any) -> set[str]:
     return {k for k in scenario.unknowns if isinstance(field_value(scenario, k), int)}
 

@@ -97,3 +97,26 @@ def test_cli_sensitivity_names_the_unknown_that_matters(tmp_path: Path, monkeypa
     assert code == 2 and "give at least 8" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["run", str(path), "--sensitivity"], monkeypatch, capsys)
     assert code == 2 and "--sensitivity: give --draws N as well" in err
+
+
+def test_compare_draws_use_the_same_values_for_every_variant(tmp_path: Path, monkeypatch,
+                                                              capsys) -> None:
+    from tests.cli.test_bad_input import run_cli
+
+    path = write(tmp_path, tiny(steps=2, unknowns={
+        "workload.prompts_per_step": {"low": 4, "high": 12}}))
+    # variants a and b differ only in their names: the same runs
+    args = ["compare", str(path), "--variant", "name=a", "--variant", "name=b", "--variant",
+            "policy.placement=disaggregated,rollout.gpus=4,train.gpus=4", "--draws", "5",
+            "--json"]
+    code, out, _ = run_cli(args, monkeypatch, capsys)
+    assert code == 0
+    doc = json.loads(out)["draws"]
+    twin = doc["ratios"][doc["runs"][1]["label"]]["throughput.samples_per_s"]
+    assert set(twin.values()) == {1.0}  # common random numbers: the same run, ratio 1
+    for shares in doc["p_best"].values():
+        assert len(shares) == 3 and sum(shares.values()) == pytest.approx(1.0)
+        first, second = (shares[r["label"]] for r in doc["runs"][:2])
+        assert first == second  # ties are shared
+    _, out2, _ = run_cli(args, monkeypatch, capsys)
+    assert json.loads(out2) == json.loads(out)  # determinism
