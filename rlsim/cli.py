@@ -302,6 +302,10 @@ def run(
     sensitivity: Annotated[bool, typer.Option(
         "--sensitivity", help="With --draws: draw a Saltelli design instead and print the "
         "three unknowns each metric's spread comes from most (Sobol indices).")] = False,
+    no_profile_uncertainty: Annotated[bool, typer.Option(
+        "--no-profile-uncertainty", help="With --draws: leave the framework profile's "
+        "calibrated knobs at their values (by default each is an unknown over its 95% "
+        "interval).")] = False,
 ) -> None:
     """Simulate one scenario and print its summary."""
     from rlsim.api import write_run
@@ -312,7 +316,8 @@ def run(
         if out is not None:
             fail("--out: draws write no run folder yet (docs/uncertainty.md); drop --out, "
                  "or use --json > FILE")
-        _run_draws(path, _overrides(set_), draws, as_json, sensitivity)
+        _run_draws(path, _overrides(set_), draws, as_json, sensitivity,
+                   not no_profile_uncertainty)
         return
     if sensitivity:
         fail("--sensitivity: give --draws N as well")
@@ -343,7 +348,7 @@ def run(
 
 
 def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
-               sensitivity: bool) -> None:
+               sensitivity: bool, profile: bool) -> None:
     """`rlsim run --draws N [--sensitivity]`: the draws' intervals (and Sobol indices), as
     a table or as JSON."""
     from rlsim.config.contracts import stamped
@@ -354,18 +359,20 @@ def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
         run_draws,
         sensitivity_design,
         sensitivity_summary,
+        with_profile_unknowns,
     )
     from rlsim.report.text import aligned
 
     if n < 1:
         fail(f"--draws: must be >= 1, got {n}")
-    base = sensitivity_design(load_scenario(path, overrides)[0], n)[0] if sensitivity else 0
+    scenario = with_profile_unknowns(load_scenario(path, overrides)[0], profile)
+    base = sensitivity_design(scenario, n)[0] if sensitivity else 0
 
     def tick(i: int, total: int) -> None:
         if not as_json:
             typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
 
-    runs = run_draws(path, overrides, n, tick, sensitivity)
+    runs = run_draws(path, overrides, n, tick, sensitivity, profile)
     doc = interval_summary(runs)
     if sensitivity:
         doc["sensitivity"] = sensitivity_summary(runs, base)
@@ -389,7 +396,8 @@ def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
         typer.echo("(~: its interval overlaps the next one's, so the two are not ranked)")
 
 
-def _compare_draws(plans: list[tuple[Path, list[str], str]], n: int, as_json: bool) -> None:
+def _compare_draws(plans: list[tuple[Path, list[str], str]], n: int, as_json: bool,
+                   profile: bool) -> None:
     """`rlsim compare --draws N`: intervals, ratios and the probability of being best."""
     from rlsim.config.contracts import stamped
     from rlsim.draws import METRICS, compare_draws
@@ -402,7 +410,7 @@ def _compare_draws(plans: list[tuple[Path, list[str], str]], n: int, as_json: bo
         if not as_json:
             typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
 
-    doc = compare_draws(plans, n, tick)
+    doc = compare_draws(plans, n, tick, profile)
     if as_json:
         typer.echo(json.dumps(stamped("compare", {"draws": doc})))
         return
@@ -477,6 +485,10 @@ def compare(
         "--draws", help="Run every variant at N draws over the first scenario's unknowns "
         "(the same values for all) and print each metric's interval, each ratio to the "
         "first variant and the probability each is best (docs/uncertainty.md).")] = None,
+    no_profile_uncertainty: Annotated[bool, typer.Option(
+        "--no-profile-uncertainty", help="With --draws: leave the framework profile's "
+        "calibrated knobs at their values (by default each is an unknown over its 95% "
+        "interval).")] = False,
 ) -> None:
     """Simulate several scenarios (or variants of one) and print them side by side."""
     from rlsim.api import compare as compare_runs
@@ -494,7 +506,7 @@ def compare(
         if out is not None:
             fail("--out: draws write no comparison folder yet (docs/uncertainty.md); drop "
                  "--out, or use --json > FILE")
-        _compare_draws(plans, draws, as_json)
+        _compare_draws(plans, draws, as_json, not no_profile_uncertainty)
         return
     fleets = [is_fleet_file(p) for p, _, _ in plans]
     if any(fleets):

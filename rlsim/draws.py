@@ -10,6 +10,7 @@ answers: docs/uncertainty.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,23 +78,19 @@ def draw_values(scenario: Any, n: int) -> list[dict[str, float]]:
 
 def run_draws(path: Path, overrides: list[str], n: int,
               progress: Callable[[int, int], None] | None = None,
-              sensitivity: bool = False) -> Draws:
+              sensitivity: bool = False, profile: bool = True) -> Draws:
     """Run `n` draws of the scenario file at `path` (after `overrides`); with
     `sensitivity`, the draws are a Saltelli design of n // (unknowns + 2) base rows
-    (`sensitivity_design`) instead of a Latin hypercube."""
-    scenario, _ = load_scenario(path, overrides)
-    ints = _integer_fields(scenario)
+    (`sensitivity_design`) instead of a Latin hypercube. `profile`: the framework
+    profile's intervals are unknowns too (`with_profile_unknowns`)."""
+    scenario = with_profile_unknowns(load_scenario(path, overrides)[0], profile)
     values = (sensitivity_design(scenario, n)[1] if sensitivity
               else draw_values(scenario, n))
     n = len(values)
     metrics = []
     for i, draw in enumerate(values):
-        sets = [*overrides, "unknowns={}"]
-        for key, value in draw.items():
-            if key in ints:
-                draw[key] = float(round(value))
-            sets.append(f"{key}={round(value) if key in ints else value!r}")
-        one, base = load_scenario(path, sets)
+        one, base = load_scenario(path, [*overrides, "unknowns={}",
+                                         *_sets(scenario, draw)])
         summary = simulate(prepare(one, base)).summary
         metrics.append({key: _metric(summary, key) for key, _ in METRICS})
         if progress is not None:
@@ -143,18 +140,18 @@ BETTER = {"step_time_s.mean": "min", "throughput.samples_per_s": "max",
 
 
 def compare_draws(plans: list[tuple[Path, list[str], str]], n: int,
-                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                  progress: Callable[[int, int], None] | None = None,
+                  profile: bool = True) -> dict[str, Any]:
     """`n` draws over the first plan's unknowns, every plan (path, overrides, label) run
     at each draw's values (common random numbers: the same values and seed for all), so a
     ratio's spread comes from the unknowns. Per plan its metrics' quantiles; per plan
     after the first, each metric's ratio to the first plan's, draw by draw, as quantiles;
     per metric the share of draws in which each plan is best (ties shared)."""
-    first, _ = load_scenario(plans[0][0], plans[0][1])
-    ints = _integer_fields(first)
+    first = with_profile_unknowns(load_scenario(plans[0][0], plans[0][1])[0], profile)
     values = draw_values(first, n)
     per_plan: list[list[dict[str, float]]] = [[] for _ in plans]
     for i, draw in enumerate(values):
-        sets = [f"{k}={round(v) if k in ints else v!r}" for k, v in draw.items()]
+        sets = _sets(first, draw)
         for j, (path, overrides, _) in enumerate(plans):
             one, base = load_scenario(path, [*overrides, "unknowns={}", *sets])
             summary = simulate(prepare(one, base)).summary
@@ -187,8 +184,49 @@ def compare_draws(plans: list[tuple[Path, list[str], str]], n: int,
             "p_best": p_best}
 
 
-def _integer_fields(scenario: Any) -> set[str]:
-    return {k for k in scenario.unknowns if isinstance(field_value(scenario, k), int)}
+def _sets(scenario: Any, draw: dict[str, float]) -> list[str]:
+    """A draw as --set assignments: each unknown's field and the fields drawn with it
+    (`Unknown.also`); an integer field's value rounded (in `draw` too)."""
+    out = []
+    for key, value in draw.items():
+        if isinstance(field_value(scenario, key), int):
+            draw[key] = value = float(round(value))
+            text = str(int(value))
+        else:
+            text = repr(value)
+        out += [f"{k}={text}" for k in (key, *scenario.unknowns[key].also)]
+    return out
+
+
+def with_profile_unknowns(scenario: Any, profile: bool) -> Any:
+    """`scenario` whose unknowns include its framework profile's calibrated knobs
+    (`framework.name`, rlsim/config/frameworks.json), each where the scenario keeps the
+    profile's value and declares no unknown of its own: a 95% interval above 0 as a
+    lognormal (median the value, sigma ln(high/low) / 3.92), one reaching 0 as uniform
+    over it; a profile's single `speed` sets both speeds (one unknown, two fields).
+    `profile` False: the scenario's own unknowns only."""
+    from rlsim.config.frameworks import profiles
+    from rlsim.config.unknowns import Unknown
+
+    fw = scenario.framework
+    prof = profiles().get(str(fw.name)) if profile and fw.name and fw.profile else None
+    if prof is None:
+        return scenario
+    extra: dict[str, Unknown] = {}
+    for p in prof.params.values():
+        fields = (["framework.train_speed", "framework.rollout_speed"] if p.name == "speed"
+                  else [f"framework.{p.name}"])
+        if any(f in scenario.unknowns for f in fields) or any(
+                field_value(scenario, f) != p.value for f in fields):
+            continue
+        lo, hi = p.ci95
+        if not lo < hi:
+            continue
+        unknown = (Unknown(dist="lognormal", median=p.value,
+                           sigma=math.log(hi / lo) / 3.92, also=fields[1:]) if lo > 0
+                   else Unknown(low=max(lo, 0.0), high=hi, also=fields[1:]))
+        extra[fields[0]] = unknown
+    return scenario.model_copy(update={"unknowns": {**extra, **scenario.unknowns}})
 
 
 def interval_summary(draws: Draws) -> dict[str, Any]:

@@ -44,6 +44,10 @@ class Unknown(Frozen):
     median: float | None = Field(default=None, gt=0, description="lognormal: the median.")
     sigma: float | None = Field(default=None, gt=0,
                                 description="lognormal: the standard deviation of the log.")
+    also: list[str] = Field(
+        default_factory=list,
+        description="Other fields set to the same drawn value (one unknown, several "
+        "fields), e.g. a single speed for both framework speeds.")
 
     @model_validator(mode="after")
     def _complete(self) -> Unknown:
@@ -125,23 +129,34 @@ def check_unknowns(scenario: Any, data: dict[str, Any],
     `validate(mapping)` validates a scenario mapping (raises ScenarioError);
     `apply_override(mapping, "key=value")` sets a field as `--set` does."""
     for key, unknown in scenario.unknowns.items():
-        field = f"unknowns.{key}"
-        current = field_value(scenario, key)
-        if current is _MISSING:
-            raise ScenarioError(field, f"{key} is not a field of this scenario: use a dotted "
-                                "path as --set takes (workload.response_len.median)")
-        if isinstance(current, bool) or (current is not None
-                                         and not isinstance(current, int | float)):
-            raise ScenarioError(field, f"{key} is not a number ({current!r}): only numeric "
-                                "fields can be unknown")
-        for end in unknown.support():
-            trial = copy.deepcopy(data)
-            trial.pop("unknowns", None)
-            number = round(end) if isinstance(current, int) else end
-            try:
-                apply_override(trial, f"{key}={number!r}")
-                validate(trial)
-            except ScenarioError as err:
-                raise ScenarioError(field, f"the distribution reaches {number:g}, which "
-                                    f"{key} does not accept ({err.message}); narrow it") \
-                    from None
+        for also in unknown.also:
+            _check_field(scenario, data, f"unknowns.{key}.also", also, unknown, validate,
+                         apply_override)
+        _check_field(scenario, data, f"unknowns.{key}", key, unknown, validate,
+                     apply_override)
+
+
+def _check_field(scenario: Any, data: dict[str, Any], field: str, key: str,
+                 unknown: Unknown, validate: Callable[[dict[str, Any]], Any],
+                 apply_override: Callable[[dict[str, Any], str], None]) -> None:
+    """`key` (the unknown's field, or one drawn with it) exists, is a number, and takes
+    each end of `unknown`'s support."""
+    current = field_value(scenario, key)
+    if current is _MISSING:
+        raise ScenarioError(field, f"{key} is not a field of this scenario: use a dotted "
+                            "path as --set takes (workload.response_len.median)")
+    if isinstance(current, bool) or (current is not None
+                                     and not isinstance(current, int | float)):
+        raise ScenarioError(field, f"{key} is not a number ({current!r}): only numeric "
+                            "fields can be unknown")
+    for end in unknown.support():
+        trial = copy.deepcopy(data)
+        trial.pop("unknowns", None)
+        number = round(end) if isinstance(current, int) else end
+        try:
+            apply_override(trial, f"{key}={number!r}")
+            validate(trial)
+        except ScenarioError as err:
+            raise ScenarioError(field, f"the distribution reaches {number:g}, which "
+                                f"{key} does not accept ({err.message}); narrow it") \
+                from None

@@ -120,3 +120,29 @@ def test_compare_draws_use_the_same_values_for_every_variant(tmp_path: Path, mon
         assert first == second  # ties are shared
     _, out2, _ = run_cli(args, monkeypatch, capsys)
     assert json.loads(out2) == json.loads(out)  # determinism
+
+
+def test_a_framework_profiles_intervals_are_unknowns_by_default(tmp_path: Path) -> None:
+    from rlsim.config.frameworks import profiles
+    from rlsim.draws import with_profile_unknowns
+
+    scenario, _ = scenario_from_dict(tiny(framework={"name": "verl"}))
+    drawn = with_profile_unknowns(scenario, True).unknowns
+    assert sorted(drawn) == ["framework.rollout_speed", "framework.step_overhead",
+                             "framework.train_speed"]
+    p = profiles()["verl"].params["train_speed"]
+    speed = drawn["framework.train_speed"]
+    assert speed.dist == "lognormal" and speed.value(0.5) == pytest.approx(p.value)
+    assert speed.value(0.975) == pytest.approx(p.value * math.sqrt(p.ci95[1] / p.ci95[0]),
+                                               rel=1e-3)
+    assert drawn["framework.step_overhead"].dist == "uniform"  # its interval reaches 0
+    assert not with_profile_unknowns(scenario, False).unknowns
+    mine, _ = scenario_from_dict(tiny(framework={"name": "verl", "train_speed": 0.5}))
+    assert "framework.train_speed" not in with_profile_unknowns(mine, True).unknowns
+    # a profile's single speed is one unknown setting both speeds
+    nemo, _ = scenario_from_dict(tiny(framework={"name": "nemo-rl"}))
+    one = with_profile_unknowns(nemo, True).unknowns["framework.train_speed"]
+    assert one.also == ["framework.rollout_speed"]
+    path = write(tmp_path, tiny(steps=1, framework={"name": "nemo-rl"}))
+    draws = run_draws(path, [], 3)
+    assert draws.unknowns == ("framework.step_overhead", "framework.train_speed")
