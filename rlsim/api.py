@@ -24,6 +24,7 @@ import yaml
 from rlsim.config.contracts import provenance, stamped
 from rlsim.config.errors import ScenarioError
 from rlsim.config.loading import rebase_paths
+from rlsim.config.regime import recorded_warning
 from rlsim.config.scenario import Scenario
 from rlsim.entities.cluster import build_cluster
 from rlsim.policies import Phases, registry
@@ -81,6 +82,9 @@ def simulate(job: Scenario | PreparedJob, base_dir: Path | None = None,
     # SimPy numbers every scheduled event; the next id is the count.
     events = next(env._eid) if hasattr(env, "_eid") else 0
     summary = summarize(recorder, time.perf_counter() - wall0, events)
+    outside = recorded_warning(scenario)
+    if outside is not None:
+        summary.setdefault("warnings", []).append(outside)
     if interrupted:
         summary["partial"] = True
         summary.setdefault("warnings", []).append(

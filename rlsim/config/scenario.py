@@ -776,6 +776,18 @@ class OutputConfig(Frozen):
     )
 
 
+class FittedRegime(Frozen):
+    """The regime `rlsim fit` fitted a scenario's framework knobs on (`rlsim.config.regime`)."""
+
+    policy: str
+    placement: str
+    gpus: int
+    rollout_gpus: int
+    train_gpus: int
+    gpu: str
+    model: str
+
+
 class FrameworkConfig(Frozen):
     """Framework costs fitted to a measured run (`rlsim fit`); the defaults change nothing.
 
@@ -793,6 +805,11 @@ class FrameworkConfig(Frozen):
         default=True,
         description="Take the knobs this section does not set from `name`'s framework "
         "profile; false: rlsim's own constants (the knobs' defaults).")
+    fitted_on: FittedRegime | None = Field(
+        default=None,
+        description="Written by `rlsim fit`: the regime (policy, placement, GPUs, GPU type, "
+        "model) the knobs were fitted on. A run outside it warns, with the allowance its "
+        "uncertainty widens by.")
     train_speed: float = Field(
         default=1.0, ge=0.05, le=4.0,
         description="The trainer's kernel throughput relative to rlsim's calibrated kernels: "

@@ -45,6 +45,7 @@ log, `rlsim.fit.report` writes the outputs).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -60,8 +61,14 @@ from scipy.stats import norm
 from rlsim.api import simulate
 from rlsim.config.errors import ScenarioError
 from rlsim.config.loading import rebase_paths
-from rlsim.config.placement import resolve_placement
 from rlsim.config.policy_caps import declaration
+from rlsim.config.regime import (  # noqa: F401  (re-exported: callers import them here)
+    REGIME_CHANGE_REL,
+    Regime,
+    regime_changes,
+    regime_of,
+    regime_warning,
+)
 from rlsim.config.scenario import FrameworkConfig, Scenario
 from rlsim.fit.logs import MeasuredRun, StepRecord, summary
 
@@ -71,14 +78,6 @@ a fit's dozens of simulations fast; the lengths are drawn afresh each step)."""
 
 Z95 = float(norm.ppf(0.975))
 """The 95% two-sided normal quantile (1.96)."""
-
-REGIME_CHANGE_REL = 0.10
-"""Extra relative half-width of a predicted step's 95% interval per change of regime (policy,
-placement, GPU count, rollout/train split, GPU type, model), added to the fit's own. A
-stated allowance, not a measurement: the fit learns one regime's framework costs, and a
-change of regime moves work onto parts of the cost model the log never checked. The
-corpus's fit-on-one-run, predict-another pairs (issue 20: within 20%) are what should
-calibrate it."""
 
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
 """Standard error of a median over that of a mean, for normal data (1.2533)."""
@@ -161,25 +160,6 @@ class ParamFit:
     start: float    # the input scenario's value
     at_bound: bool
     note: str = ""
-
-
-@dataclass(frozen=True)
-class Regime:
-    """What a fit holds for: the run's policy, placement, GPUs, GPU type and model."""
-
-    policy: str
-    placement: str
-    gpus: int
-    rollout_gpus: int
-    train_gpus: int
-    gpu: str
-    model: str
-
-    def describe(self) -> str:
-        split = ("colocated" if self.placement == "colocated"
-                 else f"{self.rollout_gpus} rollout + {self.train_gpus} train")
-        return (f"policy {self.policy}, {self.placement}, {self.gpus} x {self.gpu} "
-                f"({split}), model {self.model}")
 
 
 @dataclass
@@ -822,8 +802,10 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     step = phases.pop("step")
     fitted_fw = sim.framework(x_fit)
     final = replayed_sc.model_copy(update={"framework": fitted_fw})
-    fitted_dict = final.dump()
     regime = regime_of(final)
+    fitted_dict = final.dump()
+    fitted_dict["framework"]["fitted_on"] = dataclasses.asdict(regime)
+    fitted_dict["unknowns"] = {**fitted_unknowns(params), **fitted_dict.get("unknowns", {})}
     return FitResult(
         source=run.source, log_format=run.format, steps_kept=list(stats["steps_kept"]),
         steps_dropped={int(k): v for k, v in stats.get("dropped", {}).items()},
@@ -845,47 +827,21 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
 # Predicting outside the fitted regime
 
 
-def regime_of(scenario: Scenario) -> Regime:
-    """The regime a scenario runs in (what a fit on it holds for)."""
-    place = resolve_placement(scenario)
-    gpus = place.rollout_gpus if place.colocated else place.rollout_gpus + place.train_gpus
-    gpu_names = sorted({place.rollout_pool.gpu_spec.name, place.train_pool.gpu_spec.name})
-    return Regime(policy=scenario.policy.name, placement=scenario.policy.placement,
-                  gpus=gpus, rollout_gpus=place.rollout_gpus, train_gpus=place.train_gpus,
-                  gpu="+".join(gpu_names), model=scenario.model_spec.name)
-
-
-def regime_changes(fitted: Scenario, other: Scenario) -> list[str]:
-    """Each way `other` leaves `fitted`'s regime, as a phrase."""
-    a, b = regime_of(fitted), regime_of(other)
-    out = []
-    if a.policy != b.policy:
-        out.append(f"policy {a.policy} -> {b.policy}")
-    if a.placement != b.placement:
-        out.append(f"placement {a.placement} -> {b.placement}")
-    if a.gpus != b.gpus:
-        out.append(f"GPUs {a.gpus} -> {b.gpus}")
-    elif (a.rollout_gpus, a.train_gpus) != (b.rollout_gpus, b.train_gpus):
-        out.append(f"split {a.rollout_gpus} rollout + {a.train_gpus} train -> "
-                   f"{b.rollout_gpus} + {b.train_gpus}")
-    if a.gpu != b.gpu:
-        out.append(f"GPU type {a.gpu} -> {b.gpu}")
-    if a.model != b.model:
-        out.append(f"model {a.model} -> {b.model}")
+def fitted_unknowns(params: dict[str, ParamFit]) -> dict[str, dict[str, Any]]:
+    """The fitted knobs' intervals as the scenario's unknowns (docs/uncertainty.md), so
+    draws of a fitted scenario carry them: triangular over the 95% interval, peaking at the
+    fitted value (it stays within the knob's bounds, as the clipped interval does); a knob
+    without an interval, or held at a bound, is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in params.values():
+        if p.ci95 is None or p.at_bound or not p.ci95[0] < p.ci95[1]:
+            continue
+        lo, hi = p.ci95
+        fields = (["framework.train_speed", "framework.rollout_speed"] if p.name == SPEED
+                  else [f"framework.{p.name}"])
+        out[fields[0]] = {"dist": "triangular", "low": lo, "mode": min(max(p.value, lo), hi),
+                          "high": hi, "also": fields[1:]}
     return out
-
-
-def regime_warning(fitted: Scenario, other: Scenario) -> str | None:
-    """None when `other` runs in `fitted`'s regime; else one line saying how it leaves it
-    and by how much the stated uncertainty widens (`REGIME_CHANGE_REL` per change)."""
-    changes = regime_changes(fitted, other)
-    if not changes:
-        return None
-    extra = REGIME_CHANGE_REL * len(changes)
-    return (f"prediction outside the fitted regime ({'; '.join(changes)}): the framework "
-            f"knobs were fitted on {regime_of(fitted).describe()}; widen the step's 95% "
-            f"interval by +/-{extra:.0%} ({REGIME_CHANGE_REL:.0%} per change, a stated "
-            "allowance, not a measurement) on top of the fit's own")
 
 
 def prediction_uncertainty(result: FitResult, other: Scenario) -> float | None:

@@ -154,8 +154,9 @@ def _sections(result: FitResult) -> list[_Section]:
         "fitted.yaml --variant policy.name=one_off,policy.placement=disaggregated`); each "
         "change of policy, placement, GPU count or split, GPU type or model widens the "
         f"predicted step's 95% interval by {REGIME_CHANGE_REL:.0%} "
-        "(`rlsim.fit.fitter.regime_warning`), on top of the fit's own. That allowance is "
-        "stated, not measured.",
+        "(`rlsim.config.regime.regime_warning`; `rlsim run` and `compare` print it for a "
+        "fitted scenario run outside its regime), on top of the fit's own. That allowance "
+        "is stated, not measured.",
     ]))
     if r.notes:
         out.append(_Section("Notes", [f"- {n}" for n in r.notes]))

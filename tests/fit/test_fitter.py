@@ -333,3 +333,26 @@ def test_regime_warning(recovered: FitResult) -> None:
     assert prediction_uncertainty(recovered, other) == pytest.approx(
         recovered.step_ci95_rel + 3 * REGIME_CHANGE_REL)
     assert prediction_uncertainty(recovered, fitted) == recovered.step_ci95_rel
+
+
+def test_a_fitted_scenario_carries_its_regime_and_intervals(recovered: FitResult,
+                                                             tmp_path) -> None:
+    """Issue 39: a fitted scenario warns when it runs outside its regime, and its knobs'
+    intervals are its unknowns (draws carry them)."""
+    from rlsim.api import simulate
+    from rlsim.config.loading import scenario_from_dict
+
+    data = recovered.scenario
+    assert data["framework"]["fitted_on"]["policy"] == "sync"
+    for name, p in recovered.params.items():
+        if p.ci95 is not None and not p.at_bound and p.ci95[0] < p.ci95[1]:
+            key = ("framework.train_speed" if name == "speed" else f"framework.{name}")
+            u = data["unknowns"][key]
+            assert (u["dist"], u["low"], u["high"]) == ("triangular", *p.ci95)
+    same, base = scenario_from_dict(data)  # the unknowns fit the knobs' bounds
+    assert not any("fitted regime" in w for w in simulate(same, base).summary["warnings"])
+    other, base = scenario_from_dict({**data, "steps": 2, "policy": {
+        "name": "one_off", "placement": "disaggregated"}})
+    warnings = simulate(other, base).summary["warnings"]
+    assert any(w.startswith("prediction outside the fitted regime (policy sync -> one_off")
+               for w in warnings)
