@@ -281,6 +281,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Write into an --out folder that is not empty (its run files are "
     "replaced).")]
+NoProfileUncertaintyOpt = Annotated[bool, typer.Option(
+    "--no-profile-uncertainty", help="With --draws: leave the framework profile's calibrated "
+    "knobs at their values (by default each is an unknown over its 95% interval).")]
 AllowLargeOpt = Annotated[bool, typer.Option(
     "--allow-large", help="Run even when the estimated work is over the run-size limits "
     "(about 1 h or 8 GiB; docs/design.md).")]
@@ -302,10 +305,7 @@ def run(
     sensitivity: Annotated[bool, typer.Option(
         "--sensitivity", help="With --draws: draw a Saltelli design instead and print the "
         "three unknowns each metric's spread comes from most (Sobol indices).")] = False,
-    no_profile_uncertainty: Annotated[bool, typer.Option(
-        "--no-profile-uncertainty", help="With --draws: leave the framework profile's "
-        "calibrated knobs at their values (by default each is an unknown over its 95% "
-        "interval).")] = False,
+    no_profile_uncertainty: NoProfileUncertaintyOpt = False,
 ) -> None:
     """Simulate one scenario and print its summary."""
     from rlsim.api import write_run
@@ -485,10 +485,7 @@ def compare(
         "--draws", help="Run every variant at N draws over the first scenario's unknowns "
         "(the same values for all) and print each metric's interval, each ratio to the "
         "first variant and the probability each is best (docs/uncertainty.md).")] = None,
-    no_profile_uncertainty: Annotated[bool, typer.Option(
-        "--no-profile-uncertainty", help="With --draws: leave the framework profile's "
-        "calibrated knobs at their values (by default each is an unknown over its 95% "
-        "interval).")] = False,
+    no_profile_uncertainty: NoProfileUncertaintyOpt = False,
 ) -> None:
     """Simulate several scenarios (or variants of one) and print them side by side."""
     from rlsim.api import compare as compare_runs

@@ -8,10 +8,8 @@ a regime and the run that warns when it is left.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rlsim.config.placement import resolve_placement
-from rlsim.config.scenario import Scenario
+from rlsim.config.scenario import FittedRegime, Scenario
 
 REGIME_CHANGE_REL = 0.10
 """Extra relative half-width of a predicted step's 95% interval per change of regime (policy,
@@ -22,23 +20,8 @@ corpus's fit-on-one-run, predict-another pairs (issue 20: within 20%) are what s
 calibrate it."""
 
 
-@dataclass(frozen=True)
-class Regime:
-    """What a fit holds for: the run's policy, placement, GPUs, GPU type and model."""
-
-    policy: str
-    placement: str
-    gpus: int
-    rollout_gpus: int
-    train_gpus: int
-    gpu: str
-    model: str
-
-    def describe(self) -> str:
-        split = ("colocated" if self.placement == "colocated"
-                 else f"{self.rollout_gpus} rollout + {self.train_gpus} train")
-        return (f"policy {self.policy}, {self.placement}, {self.gpus} x {self.gpu} "
-                f"({split}), model {self.model}")
+Regime = FittedRegime
+"""A regime is what a fit records (`framework.fitted_on`)."""
 
 
 def regime_of(scenario: Scenario) -> Regime:
@@ -93,4 +76,4 @@ def recorded_warning(scenario: Scenario) -> str | None:
     on = scenario.framework.fitted_on
     if on is None:
         return None
-    return regime_warning(Regime(**on.model_dump()), scenario)
+    return regime_warning(on, scenario)

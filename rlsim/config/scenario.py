@@ -777,7 +777,8 @@ class OutputConfig(Frozen):
 
 
 class FittedRegime(Frozen):
-    """The regime `rlsim fit` fitted a scenario's framework knobs on (`rlsim.config.regime`)."""
+    """What a fit holds for (`rlsim.config.regime`): the run's policy, placement, GPUs,
+    GPU type and model; `rlsim fit` records it as `framework.fitted_on`."""
 
     policy: str
     placement: str
@@ -786,6 +787,12 @@ class FittedRegime(Frozen):
     train_gpus: int
     gpu: str
     model: str
+
+    def describe(self) -> str:
+        split = ("colocated" if self.placement == "colocated"
+                 else f"{self.rollout_gpus} rollout + {self.train_gpus} train")
+        return (f"policy {self.policy}, {self.placement}, {self.gpus} x {self.gpu} "
+                f"({split}), model {self.model}")
 
 
 class FrameworkConfig(Frozen):

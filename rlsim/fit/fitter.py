@@ -45,7 +45,6 @@ log, `rlsim.fit.report` writes the outputs).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 import time
@@ -804,7 +803,7 @@ def fit(scenario: Scenario, run: MeasuredRun, steps: int | None = None, *,
     final = replayed_sc.model_copy(update={"framework": fitted_fw})
     regime = regime_of(final)
     fitted_dict = final.dump()
-    fitted_dict["framework"]["fitted_on"] = dataclasses.asdict(regime)
+    fitted_dict["framework"]["fitted_on"] = regime.model_dump()
     fitted_dict["unknowns"] = {**fitted_unknowns(params), **fitted_dict.get("unknowns", {})}
     return FitResult(
         source=run.source, log_format=run.format, steps_kept=list(stats["steps_kept"]),
