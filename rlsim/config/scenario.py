@@ -780,13 +780,14 @@ class FittedRegime(Frozen):
     """What a fit holds for (`rlsim.config.regime`): the run's policy, placement, GPUs,
     GPU type and model; `rlsim fit` records it as `framework.fitted_on`."""
 
-    policy: str
-    placement: str
-    gpus: int
-    rollout_gpus: int
-    train_gpus: int
-    gpu: str
-    model: str
+    policy: str = Field(description="The fitted run's policy.name.")
+    placement: str = Field(description="Its policy.placement.")
+    gpus: int = Field(description="Its distinct GPUs (rollout + training; colocated: "
+                      "rollout).")
+    rollout_gpus: int = Field(description="Its rollout GPUs.")
+    train_gpus: int = Field(description="Its training GPUs.")
+    gpu: str = Field(description="Its GPU type(s), joined by '+'.")
+    model: str = Field(description="Its model's name.")
 
     def describe(self) -> str:
         split = ("colocated" if self.placement == "colocated"
