@@ -347,6 +347,14 @@ def run(
                    "trace.json, scenario.resolved.yaml)")
 
 
+def _draw_ticker(quiet: bool) -> Callable[[int, int], None]:
+    """The draws' progress on stderr ("draw i/N"), nothing with --json."""
+    def tick(i: int, total: int) -> None:
+        if not quiet:
+            typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
+    return tick
+
+
 def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
                sensitivity: bool, profile: bool) -> None:
     """`rlsim run --draws N [--sensitivity]`: the draws' intervals (and Sobol indices), as
@@ -368,11 +376,7 @@ def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
     scenario = with_profile_unknowns(load_scenario(path, overrides)[0], profile)
     base = sensitivity_design(scenario, n)[0] if sensitivity else 0
 
-    def tick(i: int, total: int) -> None:
-        if not as_json:
-            typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
-
-    runs = run_draws(path, overrides, n, tick, sensitivity, profile)
+    runs = run_draws(path, overrides, n, _draw_ticker(as_json), sensitivity, profile)
     doc = interval_summary(runs)
     if sensitivity:
         doc["sensitivity"] = sensitivity_summary(runs, base)
@@ -406,11 +410,7 @@ def _compare_draws(plans: list[tuple[Path, list[str], str]], n: int, as_json: bo
     if n < 1:
         fail(f"--draws: must be >= 1, got {n}")
 
-    def tick(i: int, total: int) -> None:
-        if not as_json:
-            typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
-
-    doc = compare_draws(plans, n, tick, profile)
+    doc = compare_draws(plans, n, _draw_ticker(as_json), profile)
     if as_json:
         typer.echo(json.dumps(stamped("compare", {"draws": doc})))
         return

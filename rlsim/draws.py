@@ -70,7 +70,7 @@ def draw_values(scenario: Any, n: int) -> list[dict[str, float]]:
     for row in u:
         draw = {}
         for key, ui in zip(keys, row, strict=True):
-            value = scenario.unknowns[key].value(float(min(max(ui, 1e-12), 1 - 1e-12)))
+            value = scenario.unknowns[key].value(float(ui))
             draw[key] = value
         out.append(draw)
     return out
@@ -112,7 +112,7 @@ def sensitivity_design(scenario: Any, n: int) -> tuple[int, list[dict[str, float
                             f"{len(keys)} unknowns: give at least {2 * (len(keys) + 2)}")
     seed = int(rng(scenario.seed, "sensitivity", n).integers(2**31))
     points = saltelli_design(len(keys), base, seed).points()
-    return base, [{k: scenario.unknowns[k].value(float(min(max(u, 1e-12), 1 - 1e-12)))
+    return base, [{k: scenario.unknowns[k].value(float(u))
                    for k, u in zip(keys, row, strict=True)} for row in points]
 
 

@@ -72,8 +72,11 @@ class Unknown(Frozen):
         return self
 
     def value(self, u: float) -> float:
-        """The value at quantile `u` in (0, 1)."""
+        """The value at quantile `u`, kept within [1e-12, 1 - 1e-12] (a draw's 0 or 1 would
+        be an unbounded distribution's infinity)."""
         from scipy import stats
+
+        u = min(max(u, 1e-12), 1.0 - 1e-12)
 
         if self.dist == "uniform":
             assert self.low is not None and self.high is not None
