@@ -41,6 +41,11 @@ TARGETS: dict[str, dict[str, float | tuple[str, float]]] = {
                     for key, bound in (("at_least_as_good", (">=", 1)),
                                        ("evaluations_ratio", 0.2))},
     "advise_trials": {"wall_s": 180.0},
+    # draws (issue 39): 64 draws of the quickstart comparison within a minute on 2 cores;
+    # 256 Ray draws killed with kill -9 and resumed keep every journaled run, rerun none,
+    # and answer as the uninterrupted draws do
+    "draws": {"compare_64_wall_s": 60.0, "kept_unchanged": (">=", 1),
+              "identical_to_uninterrupted": (">=", 1)},
     # a 30-day horizon of the 1,024-GPU job, its 20 replicates included (issue 38)
     "horizon_30d_1024": {"cpu_s": 60.0},
 }

@@ -21,6 +21,14 @@ from typer.exceptions import TyperException
 from rlsim.cli_advise import ADVISE_HELP
 from rlsim.cli_advise import advise as _advise_command
 from rlsim.cli_common import compare_folder, fail, is_fleet_file, shared_plotly
+from rlsim.cli_draws import (
+    AddressOpt,
+    ExecutorOpt,
+    JobsOpt,
+    NoProfileUncertaintyOpt,
+    ResumeOpt,
+    draws_command,
+)
 from rlsim.cli_fleet import compare_fleets, fleet_report, run_and_show
 from rlsim.cli_plugins import add_plugins
 from rlsim.config.errors import ScenarioError
@@ -281,9 +289,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Write into an --out folder that is not empty (its run files are "
     "replaced).")]
-NoProfileUncertaintyOpt = Annotated[bool, typer.Option(
-    "--no-profile-uncertainty", help="With --draws: leave the framework profile's calibrated "
-    "knobs at their values (by default each is an unknown over its 95% interval).")]
 AllowLargeOpt = Annotated[bool, typer.Option(
     "--allow-large", help="Run even when the estimated work is over the run-size limits "
     "(about 1 h or 8 GiB; docs/design.md).")]
@@ -301,26 +306,30 @@ def run(
     draws: Annotated[int | None, typer.Option(
         "--draws", help="Run N draws over the scenario's unknowns (its `unknowns:` section: "
         "a Latin hypercube seeded by its seed) and print each headline metric's median and "
-        "80%/95% intervals (docs/uncertainty.md).")] = None,
+        "80%/95% intervals (docs/uncertainty.md). With --out, DIR journals every draw "
+        "and --resume continues them.")] = None,
     sensitivity: Annotated[bool, typer.Option(
         "--sensitivity", help="With --draws: draw a Saltelli design instead and print the "
         "three unknowns each metric's spread comes from most (Sobol indices).")] = False,
     no_profile_uncertainty: NoProfileUncertaintyOpt = False,
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    resume: ResumeOpt = False,
 ) -> None:
     """Simulate one scenario and print its summary."""
     from rlsim.api import write_run
 
     path = scenario or _default_scenario()
-    _check_out(out, force)
     if draws is not None:
-        if out is not None:
-            fail("--out: draws write no run folder yet (docs/uncertainty.md); drop --out, "
-                 "or use --json > FILE")
-        _run_draws(path, _overrides(set_), draws, as_json, sensitivity,
-                   not no_profile_uncertainty)
+        draws_command("run", [(path, _overrides(set_), path.stem)], draws, out=out,
+                      resume=resume, executor=executor, jobs=jobs, address=address,
+                      as_json=as_json, sensitivity=sensitivity,
+                      profile=not no_profile_uncertainty, allow_large=allow_large)
         return
-    if sensitivity:
-        fail("--sensitivity: give --draws N as well")
+    _draws_only(sensitivity=sensitivity, resume=resume, executor=executor, jobs=jobs,
+                address=address, no_profile_uncertainty=no_profile_uncertainty)
+    _check_out(out, force)
     if is_fleet_file(path):
         run_and_show(path, _overrides(set_), out, as_json)
         return
@@ -347,89 +356,15 @@ def run(
                    "trace.json, scenario.resolved.yaml)")
 
 
-def _draw_ticker(quiet: bool) -> Callable[[int, int], None]:
-    """The draws' progress on stderr ("draw i/N"), nothing with --json."""
-    def tick(i: int, total: int) -> None:
-        if not quiet:
-            typer.echo(f"\rdraw {i}/{total}", nl=i == total, err=True)
-    return tick
-
-
-def _run_draws(path: Path, overrides: list[str], n: int, as_json: bool,
-               sensitivity: bool, profile: bool) -> None:
-    """`rlsim run --draws N [--sensitivity]`: the draws' intervals (and Sobol indices), as
-    a table or as JSON."""
-    from rlsim.config.contracts import stamped
-    from rlsim.config.loading import load_scenario
-    from rlsim.draws import (
-        METRICS,
-        interval_summary,
-        run_draws,
-        sensitivity_design,
-        sensitivity_summary,
-        with_profile_unknowns,
-    )
-    from rlsim.report.text import aligned
-
-    if n < 1:
-        fail(f"--draws: must be >= 1, got {n}")
-    scenario = with_profile_unknowns(load_scenario(path, overrides)[0], profile)
-    base = sensitivity_design(scenario, n)[0] if sensitivity else 0
-
-    runs = run_draws(path, overrides, n, _draw_ticker(as_json), sensitivity, profile)
-    doc = interval_summary(runs)
-    if sensitivity:
-        doc["sensitivity"] = sensitivity_summary(runs, base)
-    if as_json:
-        typer.echo(json.dumps(stamped("summary", {"draws": doc})))
-        return
-    rows = [["metric", "median", "80% interval", "95% interval"]]
-    for key, label in METRICS:
-        q = doc["metrics"][key]
-        rows.append([label, f"{q['median']:.4g}", f"{q['p10']:.4g} - {q['p90']:.4g}",
-                     f"{q['p2_5']:.4g} - {q['p97_5']:.4g}"])
-    typer.echo(f"{doc['n']} draws over {', '.join(doc['unknowns'])}")
-    typer.echo(aligned(rows))
-    for key, label in METRICS if sensitivity else ():
-        top = doc["sensitivity"][key][:3]
-        parts = [f"{t['unknown']} {t['total']:.2f} [{t['total_ci'][0]:.2f}, "
-                 f"{t['total_ci'][1]:.2f}]" + ("" if t["ranked_apart"] else " ~")
-                 for t in top]
-        typer.echo(f"{label}: total index " + "; ".join(parts))
-    if sensitivity:
-        typer.echo("(~: its interval overlaps the next one's, so the two are not ranked)")
-
-
-def _compare_draws(plans: list[tuple[Path, list[str], str]], n: int, as_json: bool,
-                   profile: bool) -> None:
-    """`rlsim compare --draws N`: intervals, ratios and the probability of being best."""
-    from rlsim.config.contracts import stamped
-    from rlsim.draws import METRICS, compare_draws
-    from rlsim.report.text import aligned
-
-    if n < 1:
-        fail(f"--draws: must be >= 1, got {n}")
-
-    doc = compare_draws(plans, n, _draw_ticker(as_json), profile)
-    if as_json:
-        typer.echo(json.dumps(stamped("compare", {"draws": doc})))
-        return
-    labels = [r["label"] for r in doc["runs"]]
-    typer.echo(f"{n} draws over {', '.join(doc['unknowns'])}, the same values for every "
-               "variant: median [80% interval]")
-    rows = [["metric", *labels]]
-    for key, label in METRICS:
-        rows.append([label, *(f"{q['median']:.4g} [{q['p10']:.4g}, {q['p90']:.4g}]"
-                              for q in (r["metrics"][key] for r in doc["runs"]))])
-    for key, label in (("throughput.samples_per_s", "samples/s"),
-                       ("throughput.tokens_per_s", "tokens/s")):
-        rows.append([f"  vs first ({label})", "1",
-                     *(f"{q['median']:.3g}x [{q['p10']:.3g}, {q['p90']:.3g}]"
-                       for q in (doc["ratios"][lab][key] for lab in labels[1:]))])
-    for key, label in METRICS:
-        rows.append([f"P(best: {label})",
-                     *(f"{doc['p_best'][key][lab]:.0%}" for lab in labels)])
-    typer.echo(aligned(rows))
+def _draws_only(*, sensitivity: bool = False, resume: bool, executor: str,
+                jobs: int | None, address: str | None, no_profile_uncertainty: bool) -> None:
+    """Refuse the options that only a run with --draws takes."""
+    for flag, given in (("--sensitivity", sensitivity), ("--resume", resume),
+                        ("--executor", executor != "local"), ("--jobs", jobs is not None),
+                        ("--address", address is not None),
+                        ("--no-profile-uncertainty", no_profile_uncertainty)):
+        if given:
+            fail(f"{flag}: give --draws N as well (it applies to the draws)")
 
 
 def _interrupted(stop: _Stopped, out: Path | None) -> NoReturn:
@@ -486,6 +421,10 @@ def compare(
         "(the same values for all) and print each metric's interval, each ratio to the "
         "first variant and the probability each is best (docs/uncertainty.md).")] = None,
     no_profile_uncertainty: NoProfileUncertaintyOpt = False,
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    resume: ResumeOpt = False,
 ) -> None:
     """Simulate several scenarios (or variants of one) and print them side by side."""
     from rlsim.api import compare as compare_runs
@@ -498,13 +437,14 @@ def compare(
             extra = _overrides([v]) if v else []
             label = path.stem + (f"[{v}]" if v else "")
             plans.append((path, common + extra, label))
-    _check_out(out, force)
     if draws is not None:
-        if out is not None:
-            fail("--out: draws write no comparison folder yet (docs/uncertainty.md); drop "
-                 "--out, or use --json > FILE")
-        _compare_draws(plans, draws, as_json, not no_profile_uncertainty)
+        draws_command("compare", plans, draws, out=out, resume=resume, executor=executor,
+                      jobs=jobs, address=address, as_json=as_json,
+                      profile=not no_profile_uncertainty, allow_large=allow_large)
         return
+    _draws_only(resume=resume, executor=executor, jobs=jobs, address=address,
+                no_profile_uncertainty=no_profile_uncertainty)
+    _check_out(out, force)
     fleets = [is_fleet_file(p) for p, _, _ in plans]
     if any(fleets):
         if not all(fleets):
@@ -650,20 +590,20 @@ def sweep(
     reps: Annotated[int, typer.Option(
         "--reps", help="Replicates per point; replicate 0 uses the scenario's seed.")] = 1,
     set_: SetOpt = None,
-    executor: Annotated[str, typer.Option(
-        "--executor", help="local (process pool) or ray.")] = "local",
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", help="Parallel workers (default: one per CPU).")] = None,
-    address: Annotated[str | None, typer.Option(
-        "--address", help="Ray cluster address (with --executor ray).")] = None,
-    resume: Annotated[bool, typer.Option(
-        "--resume", help="Continue the sweep in --out: run only its unfinished points.")]
-        = False,
+    executor: ExecutorOpt = "local",
+    jobs: JobsOpt = None,
+    address: AddressOpt = None,
+    resume: ResumeOpt = False,
     max_points: Annotated[int, typer.Option(
         "--max-points", help="Refuse a sweep of more points than this.")]
         = 10_000,
     allow_large: AllowLargeOpt = False,
     as_json: JsonOpt = False,
+    draws: Annotated[int | None, typer.Option(
+        "--draws", help="Run every grid setting at N draws over the scenario's unknowns "
+        "(the same values for all) and print each setting's interval and probability of "
+        "being best (docs/uncertainty.md).")] = None,
+    no_profile_uncertainty: NoProfileUncertaintyOpt = False,
 ) -> None:
     """Run one scenario over a grid (and random points) of field values, in parallel."""
     # Exit 0: every point gave metrics; 1: some failed (listed, the others kept); 2: bad
@@ -675,6 +615,17 @@ def sweep(
     if is_fleet_file(scenario):
         fail(f"{scenario}: sweeps of fleet (kind: fleet) scenarios are not supported yet; "
              "compare variants with `rlsim compare FLEET.yaml --variant key=value ...`")
+    if draws is not None:
+        if random is not None or range_ or reps != 1:
+            fail("--draws: draws replace --random/--range and --reps (each draw is a point "
+                 "of its own); give --grid and --draws only")
+        draws_command("sweep", [(scenario, _overrides(set_), scenario.stem)], draws, out=out,
+                      resume=resume, executor=executor, jobs=jobs, address=address,
+                      as_json=as_json, profile=not no_profile_uncertainty, grids=grid or [],
+                      allow_large=allow_large)
+        return
+    if no_profile_uncertainty:
+        fail("--no-profile-uncertainty: only with --draws N")
     spec, ctx = build_spec(scenario, _overrides(set_), grid or [], random, range_ or [], reps)
     outcome = run_sweep(spec, ctx, out, executor=executor, jobs=jobs, address=address,
                         resume=resume, progress=ProgressBar(), max_points=max_points,

@@ -39,7 +39,9 @@ class ProgressBar:
     """Sweep progress on stderr; see the module docstring for when and how it is drawn."""
 
     def __init__(self, stream: TextIO | None = None, enabled: bool = True,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, label: str = "sweep",
+                 unit: str = "points") -> None:
+        self.label, self.unit = label, unit  # "draws", "runs" for `--draws`
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self.tty = self.stream.isatty()
@@ -57,7 +59,7 @@ class ProgressBar:
         self.done = done
         self.t0 = self.clock()
         if self.enabled and done:
-            self._write(f"sweep: resuming, {done}/{total} points already done")
+            self._write(f"{self.label}: resuming, {done}/{total} {self.unit} already done")
 
     def update(self, done: int, failed: int, seconds: float) -> None:
         self.run_s.append(seconds)
@@ -81,7 +83,8 @@ class ProgressBar:
     def line(self, done: int, failed: int) -> str:
         width = 24
         fill = width * done // max(self.total, 1)
-        return (f"sweep [{'#' * fill}{'-' * (width - fill)}] {done}/{self.total} points, "
+        return (f"{self.label} [{'#' * fill}{'-' * (width - fill)}] {done}/{self.total} "
+                f"{self.unit}, "
                 f"{failed} failed, elapsed {_clock(self.clock() - self.t0)}, "
                 f"ETA {self._eta_text()}")
 
@@ -110,11 +113,11 @@ class ProgressBar:
 
         # Elapsed is the sweep's, not the bar's (which appears SHOW_AFTER_S late).
         self._live = Progress(
-            TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn(
-                "points, {task.fields[failed]} failed, elapsed {task.fields[elapsed]}, "
+            TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TextColumn(
+                self.unit + ", {task.fields[failed]} failed, elapsed {task.fields[elapsed]}, "
                 "ETA {task.fields[eta]}"),
             console=Console(file=self.stream), auto_refresh=False)
-        self._task = self._live.add_task("sweep", total=self.total, completed=self.done,
+        self._task = self._live.add_task(self.label, total=self.total, completed=self.done,
                                          failed=self.failed, elapsed="0:00",
                                          eta=self._eta_text())
         self._live.start()

@@ -28,7 +28,7 @@ import pyarrow as pa
 from rlsim.config.errors import ScenarioError
 from rlsim.config.limits import WorkEstimate, check_work, format_duration
 from rlsim.sweep.executors import Executor, check_executor, make_executor
-from rlsim.sweep.spec import ERROR_COLUMN, Point, PointContext, SweepSpec
+from rlsim.sweep.spec import ERROR_COLUMN, Point, PointContext, PointSpec
 from rlsim.sweep.store import ResultStore, write_status
 from rlsim.sweep.worker import error_line, validate
 
@@ -104,7 +104,7 @@ def _assignments(keys: tuple[str, ...], row: dict[str, object]) -> tuple[str, ..
     return tuple(f"{k}={row.get(k)}" for k in keys)
 
 
-def _size(spec: SweepSpec, ctx: PointContext, ids: list[int]) -> list[tuple[WorkEstimate,
+def _size(spec: PointSpec, ctx: PointContext, ids: list[int]) -> list[tuple[WorkEstimate,
                                                                              Point]]:
     """Work estimates of the listed points whose scenarios are valid."""
     out = []
@@ -118,7 +118,7 @@ def _size(spec: SweepSpec, ctx: PointContext, ids: list[int]) -> list[tuple[Work
     return out
 
 
-def check_size(spec: SweepSpec, ctx: PointContext, max_points: int,
+def check_size(spec: PointSpec, ctx: PointContext, max_points: int,
                allow_large: bool) -> None:
     """Refuse, before anything is expanded or written, a sweep with more than `max_points`
     points, and one whose largest sized point is over the run-size limits."""
@@ -200,7 +200,7 @@ def _failed(table: pa.Table) -> int:
     return table.num_rows - table.column(ERROR_COLUMN).null_count
 
 
-def run_sweep(spec: SweepSpec, ctx: PointContext, out_dir: Path, *, executor: str = "local",
+def run_sweep(spec: PointSpec, ctx: PointContext, out_dir: Path, *, executor: str = "local",
               jobs: int | None = None, address: str | None = None, resume: bool = False,
               progress: Progress | None = None, max_points: int = DEFAULT_MAX_POINTS,
               allow_large: bool = False) -> SweepOutcome:

@@ -28,7 +28,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import yaml
@@ -79,6 +79,7 @@ class Point:
     seed: int
     values: tuple[Any, ...]      # one column value per swept key, in key order
     overrides: tuple[str, ...]   # the sweep's --set, then key=value per key, then seed=N
+    plan: int = 0                # which of the context's scenarios it runs (draws' variants)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,39 @@ class PointContext:
     base_dir: Path
     source: str               # the scenario path as given, for error messages
     keys: tuple[str, ...]     # swept keys, in column order
+    # Further scenarios, as (data, base_dir, source): plan p >= 1 runs others[p - 1] (the
+    # variants of `rlsim compare --draws`, which may come from other files).
+    others: tuple[tuple[dict[str, Any], Path, str], ...] = ()
+
+    def scenario_of(self, plan: int) -> tuple[dict[str, Any], Path, str]:
+        """The scenario mapping, base folder and source that a point of `plan` runs."""
+        return (self.data, self.base_dir, self.source) if plan == 0 else self.others[plan - 1]
+
+
+class PointSpec(Protocol):
+    """What the sweep runner needs of a spec: `SweepSpec`, or the draws' `DrawSpec`.
+    Points are numbered 0..n_points-1; a "setting" is `max(random, 1) * reps` consecutive
+    points of the same size (what `runner.check_size` samples)."""
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def n_points(self) -> int: ...
+
+    @property
+    def random(self) -> int: ...
+
+    @property
+    def reps(self) -> int: ...
+
+    def columns(self) -> list[tuple[str, str]]: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    def points(self) -> list[Point]: ...
+
+    def point(self, pid: int) -> Point: ...
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,8 @@ def validate(ctx: PointContext, point: Point) -> PreparedJob:
     """The point's job (its overrides applied) through the prepare step every run goes
     through (rlsim/prepare.py; the run-size limits are the sweep's own, `check_size`), or
     the ScenarioError that stops it."""
-    scenario, base = scenario_from_dict(ctx.data, list(point.overrides), ctx.base_dir,
-                                        ctx.source)
+    data, base_dir, source = ctx.scenario_of(point.plan)
+    scenario, base = scenario_from_dict(data, list(point.overrides), base_dir, source)
     return prepare(scenario, base)
 
 

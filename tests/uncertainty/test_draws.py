@@ -13,8 +13,14 @@ import pytest
 from rlsim.config.errors import ScenarioError
 from rlsim.config.loading import scenario_from_dict
 from rlsim.config.unknowns import Unknown
-from rlsim.draws import draw_values, interval_summary, run_draws
+from rlsim.draws import build_draw_spec, draw_values, interval_doc, run_draws
 from tests.scenarios import tiny, write
+
+
+def draws_doc(path: Path, n: int, **options: Any) -> dict[str, Any]:
+    """`rlsim run PATH --draws n` as its document (one worker: the test's process)."""
+    spec, ctx = build_draw_spec([(path, [], path.stem)], n)
+    return interval_doc(run_draws(spec, ctx, jobs=1, **options).collected)
 
 
 def test_quantiles_are_the_distributions() -> None:
@@ -31,24 +37,24 @@ def test_draws_fill_every_stratum_of_every_unknown_and_repeat_exactly() -> None:
         "workload.prompts_per_step": {"low": 4, "high": 12},
         "reward.latency.median": {"low": 0.001, "high": 0.05}}))
     n = 16
-    draws = draw_values(scenario, n)
+    draws = draw_values(scenario.unknowns, scenario.seed, n)
     for key, (low, high) in (("workload.prompts_per_step", (4, 12)),
                              ("reward.latency.median", (0.001, 0.05))):
         strata = sorted(int((d[key] - low) / (high - low) * n) for d in draws)
         assert strata == list(range(n))  # a Latin hypercube: one draw per stratum
-    assert draw_values(scenario, n) == draws
+    assert draw_values(scenario.unknowns, scenario.seed, n) == draws
 
 
 def test_run_draws_sets_each_value_and_summarizes(tmp_path: Path) -> None:
     path = write(tmp_path, tiny(steps=2, unknowns={
         "workload.prompts_per_step": {"low": 4, "high": 12}}))
-    draws = run_draws(path, [], 6)
-    assert all(float(v["workload.prompts_per_step"]).is_integer() for v in draws.values)
-    doc = interval_summary(draws)
+    doc = draws_doc(path, 6)
+    assert all(float(d["values"]["workload.prompts_per_step"]).is_integer()
+               for d in doc["draws"])
     q = doc["metrics"]["throughput.samples_per_s"]
     assert q["p2_5"] <= q["p10"] <= q["median"] <= q["p90"] <= q["p97_5"]
-    assert doc["n"] == 6 and len(doc["draws"]) == 6
-    assert interval_summary(run_draws(path, [], 6)) == doc  # determinism
+    assert doc["n"] == 6 and doc["ran"] == 6 and len(doc["draws"]) == 6
+    assert draws_doc(path, 6) == doc  # determinism
 
 
 @pytest.mark.parametrize(("unknowns", "field", "message"), [
@@ -144,5 +150,6 @@ def test_a_framework_profiles_intervals_are_unknowns_by_default(tmp_path: Path) 
     one = with_profile_unknowns(nemo, True).unknowns["framework.train_speed"]
     assert one.also == ["framework.rollout_speed"]
     path = write(tmp_path, tiny(steps=1, framework={"name": "nemo-rl"}))
-    draws = run_draws(path, [], 3)
-    assert draws.unknowns == ("framework.step_overhead", "framework.train_speed")
+    doc = draws_doc(path, 3)
+    assert doc["unknowns"] == ["error.discrepancy", "framework.step_overhead",
+                               "framework.train_speed"]

@@ -1,0 +1,208 @@
+"""What a set of draws answers: intervals, ratios, the probability of being best, indices.
+
+Owns reading the draws' rows back (`collect`: one array of headline metrics per grid
+setting, plan and draw, with each run's model-error multiplier applied) and the
+documents `rlsim run|compare|sweep --draws` print (`--json` shapes: docs/uncertainty.md).
+A run that gave no metrics (its drawn scenario is invalid, or it raised) is left out of
+every quantile and named in `failures`; a comparison counts only the draws every plan ran.
+Quantiles are empirical (numpy's linear interpolation) over the draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from rlsim.config.errors import ScenarioError
+from rlsim.draws.design import model_sigmas
+from rlsim.draws.spec import DrawSpec, settings_of
+from rlsim.sweep.spec import ERROR_COLUMN, PointContext
+from rlsim.sweep.worker import validate
+
+METRICS: tuple[tuple[str, str], ...] = (
+    ("step_time_s.mean", "step time mean (s)"),
+    ("throughput.samples_per_s", "samples/s"),
+    ("throughput.tokens_per_s", "tokens/s"),
+    ("goodput_samples_per_s", "goodput (samples/s)"),
+    ("cost.usd_per_1k_samples", "$/1k samples"),
+)
+"""The headline metrics every draw reports (dotted summary keys, and their labels)."""
+
+SCALE = {"step_time_s.mean": 1, "throughput.samples_per_s": -1,
+         "throughput.tokens_per_s": -1, "goodput_samples_per_s": -1,
+         "cost.usd_per_1k_samples": 1}
+"""How a model-error multiplier f on the time a run takes moves each metric: x f or / f."""
+
+BETTER = {"step_time_s.mean": "min", "throughput.samples_per_s": "max",
+          "throughput.tokens_per_s": "max", "goodput_samples_per_s": "max",
+          "cost.usd_per_1k_samples": "min"}
+"""Which way each headline metric is better, for the probability of being best."""
+
+QUANTILES = {"p2_5": 0.025, "p10": 0.10, "median": 0.5, "p90": 0.90, "p97_5": 0.975}
+
+
+@dataclass(frozen=True)
+class Collected:
+    """Every run's headline metrics: `metrics[setting, plan, draw, m]` (NaN: no metrics)."""
+
+    spec: DrawSpec
+    metrics: np.ndarray
+    failures: tuple[str, ...]   # one line per run without metrics
+
+    def finite(self, setting: int, plans: list[int]) -> np.ndarray:
+        """The draws every one of `plans` ran at `setting` (a boolean mask)."""
+        return np.all(np.isfinite(self.metrics[setting, plans]), axis=(0, 2))
+
+
+def collect(spec: DrawSpec, ctx: PointContext, table: pa.Table,
+            crashed: dict[int, str] | None = None) -> Collected:
+    """The rows of `table` as `Collected`; `crashed`: point -> why, for runs that raised."""
+    shape = (spec.settings, len(spec.plans), len(spec.values), len(METRICS))
+    out = np.full(shape, np.nan)
+    failures = []
+    rows = {int(r["point"]): r for r in table.to_pylist()}
+    factors = _factors(spec, ctx)
+    for pid in range(spec.n_points):
+        s, d, p = spec.index(pid)
+        row = rows.get(pid)
+        why = (crashed or {}).get(pid) if row is None else row.get(ERROR_COLUMN)
+        if row is None or why is not None:
+            where = "".join(f", {a}" for a in settings_of(spec)[s]) if spec.grid else ""
+            failures.append(f"draw {d} ({spec.plans[p].label}{where}): "
+                            f"{why or 'not run (interrupted?)'}")
+            continue
+        for m, (key, _) in enumerate(METRICS):
+            value = row.get(key)
+            if value is not None:
+                out[s, p, d, m] = float(value) * factors[s, p, d] ** SCALE[key]
+    return Collected(spec, out, tuple(failures))
+
+
+def _factors(spec: DrawSpec, ctx: PointContext) -> np.ndarray:
+    """Each run's model-error multiplier exp(sum sigma_k z_k) (1 without model error)."""
+    out = np.ones((spec.settings, len(spec.plans), len(spec.values)))
+    errors = [k for k in spec.unknowns if k not in spec.fields]
+    if not errors:
+        return out
+    z = np.asarray([[v[k] for k in errors] for v in spec.values])
+    for s in range(spec.settings):
+        for p in range(len(spec.plans)):
+            pid = (s * len(spec.values)) * len(spec.plans) + p  # draw 0 of (s, p)
+            try:
+                scenario = validate(ctx, spec.point(pid)).scenario
+            except ScenarioError:  # an invalid setting has no runs to scale
+                continue
+            sigmas = model_sigmas(scenario, p, spec.profile)
+            sigma = np.asarray([sigmas.get(k, 0.0) for k in errors])
+            out[s, p] = np.exp(z @ sigma)
+    return out
+
+
+def quantiles(x: np.ndarray) -> dict[str, float] | None:
+    """The QUANTILES of the finite values of `x`; None when there are none."""
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return None
+    return {name: float(np.quantile(x, q)) for name, q in QUANTILES.items()}
+
+
+def _head(c: Collected) -> dict[str, Any]:
+    return {"n": len(c.spec.values), "unknowns": list(c.spec.unknowns),
+            "failures": list(c.failures)}
+
+
+def interval_doc(c: Collected, setting: int = 0, plan: int = 0) -> dict[str, Any]:
+    """`rlsim run --draws`: per metric its quantiles over the draws (median, 80% interval
+    p10-p90, 95% interval p2_5-p97_5), and every draw's values and metrics."""
+    m = c.metrics[setting, plan]
+    ok = np.all(np.isfinite(m), axis=1)
+    doc = _head(c)
+    doc["ran"] = int(ok.sum())
+    doc["metrics"] = {key: quantiles(m[:, i]) for i, (key, _) in enumerate(METRICS)}
+    doc["draws"] = [{"values": values, "metrics": {key: float(m[d, i])
+                                                   for i, (key, _) in enumerate(METRICS)}}
+                    for d, values in enumerate(c.spec.values) if ok[d]]
+    return doc
+
+
+def p_best(c: Collected, cells: list[tuple[int, int]], mask: np.ndarray) -> dict[str, list[float]]:
+    """Per metric, the share of the `mask`ed draws in which each (setting, plan) cell is
+    best (ties shared)."""
+    out: dict[str, list[float]] = {}
+    n = int(mask.sum())
+    for i, (key, _) in enumerate(METRICS):
+        x = np.stack([c.metrics[s, p, :, i] for s, p in cells])[:, mask]  # cells x draws
+        wins = np.zeros(len(cells))
+        for d in range(n):
+            col = x[:, d]
+            best = col.min() if BETTER[key] == "min" else col.max()
+            tied = np.isclose(col, best, rtol=1e-9, atol=0.0)
+            wins += tied / tied.sum()
+        out[key] = [float(w / n) if n else math.nan for w in wins]
+    return out
+
+
+def compare_doc(c: Collected, setting: int = 0) -> dict[str, Any]:
+    """`rlsim compare --draws`: per plan its metrics' quantiles; per plan after the first,
+    each metric's ratio to the first plan's, draw by draw, as quantiles; per metric the
+    share of draws in which each plan is best. Only draws every plan ran count."""
+    plans = list(range(len(c.spec.plans)))
+    mask = c.finite(setting, plans)
+    labels = [p.label for p in c.spec.plans]
+    m = c.metrics[setting][:, mask]  # plans x draws x metrics
+    doc = _head(c)
+    doc["ran"] = int(mask.sum())
+    doc["runs"] = [{"label": label, "metrics": {key: quantiles(m[p, :, i])
+                                                for i, (key, _) in enumerate(METRICS)}}
+                   for p, label in enumerate(labels)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        doc["ratios"] = {label: {key: quantiles(m[p, :, i] / m[0, :, i])
+                                 for i, (key, _) in enumerate(METRICS)}
+                         for p, label in enumerate(labels) if p}
+    shares = p_best(c, [(setting, p) for p in plans], mask)
+    doc["p_best"] = {key: dict(zip(labels, v, strict=True)) for key, v in shares.items()}
+    return doc
+
+
+def sweep_doc(c: Collected) -> dict[str, Any]:
+    """`rlsim sweep --draws`: per grid setting (and plan) its metrics' quantiles, and per
+    metric the share of draws in which each setting is best (draws every setting ran)."""
+    cells = [(s, p) for s in range(c.spec.settings) for p in range(len(c.spec.plans))]
+    mask = np.all(np.isfinite(c.metrics), axis=(0, 1, 3))
+    names = settings_of(c.spec)
+    doc = _head(c)
+    doc["ran"] = int(mask.sum())
+    doc["settings"] = [{"set": list(names[s]), "plan": c.spec.plans[p].label,
+                        "metrics": {key: quantiles(c.metrics[s, p, :, i])
+                                    for i, (key, _) in enumerate(METRICS)}}
+                       for s, p in cells]
+    shares = p_best(c, cells, mask)
+    for i, cell in enumerate(doc["settings"]):
+        cell["p_best"] = {key: v[i] for key, v in shares.items()}
+    return doc
+
+
+def sensitivity_doc(c: Collected, setting: int = 0, plan: int = 0
+                    ) -> dict[str, list[dict[str, Any]]]:
+    """Per headline metric, each unknown's first-order and total Sobol indices with their
+    bootstrap 95% intervals, largest total first (`ranked_apart`: its interval clears the
+    next one's). Needs every run of the design."""
+    from rlsim.sensitivity import ranked, sobol_indices
+
+    m = c.metrics[setting, plan]
+    if not np.all(np.isfinite(m)):
+        raise ScenarioError("--sensitivity", f"{len(c.failures)} of {len(c.spec.values)} "
+                            f"runs gave no metrics (the first: {c.failures[0]}); the "
+                            "indices need every run: narrow the unknowns")
+    names = list(c.spec.unknowns)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for i, (key, _) in enumerate(METRICS):
+        idx = sobol_indices(m[:, i], c.spec.base, len(names))
+        out[key] = [{"unknown": name, "first": x.first, "first_ci": list(x.first_ci),
+                     "total": x.total, "total_ci": list(x.total_ci), "ranked_apart": apart}
+                    for name, x, apart in ranked(names, idx)]
+    return out

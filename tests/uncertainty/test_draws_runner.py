@@ -1,0 +1,159 @@
+"""Draws on the sweep runner (rlsim.draws.spec/run/summary; issue 39, point 5): the same
+answer whatever the workers or interruptions, a journal that --resume continues, the
+model-error multipliers in closed form, and the options' bad input in one line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rlsim.config.errors import ScenarioError
+from rlsim.draws import build_draw_spec, collect, compare_doc, interval_doc, run_draws
+from rlsim.sweep.store import RESULTS_DIR
+from tests.scenarios import tiny, write
+
+UNKNOWNS = {"workload.prompts_per_step": {"low": 4, "high": 12},
+            "reward.latency.median": {"low": 0.001, "high": 0.05}}
+VARIANTS = [[], ["policy.placement=disaggregated", "rollout.gpus=4", "train.gpus=4"]]
+
+
+def _plans(path: Path) -> list[tuple[Path, list[str], str]]:
+    return [(path, v, f"v{i}") for i, v in enumerate(VARIANTS)]
+
+
+def test_the_answer_is_the_same_for_one_or_two_workers_and_after_a_resume(tmp_path):
+    path = write(tmp_path, tiny(steps=2, unknowns=UNKNOWNS))
+    spec, ctx = build_draw_spec(_plans(path), 6)
+    assert spec.n_points == 12
+    one = compare_doc(run_draws(spec, ctx, tmp_path / "one", jobs=1).collected)
+    two = compare_doc(run_draws(spec, ctx, tmp_path / "two", jobs=2).collected)
+    assert one == two
+    # lose some journaled runs, as a kill would: --resume runs exactly those again
+    parts = sorted((tmp_path / "two" / RESULTS_DIR).iterdir())
+    kept = {p.name: p.stat().st_mtime_ns for p in parts[::2]}
+    for p in parts[1::2]:
+        p.unlink()
+    again = run_draws(spec, ctx, tmp_path / "two", jobs=2, resume=True)
+    assert compare_doc(again.collected) == one
+    assert {p.name: p.stat().st_mtime_ns for p in parts[::2]} == kept  # none rerun
+
+
+def test_every_variant_and_setting_runs_the_same_draws_on_the_same_seed(tmp_path):
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    spec, _ = build_draw_spec(_plans(path), 3, grids=["reward.workers=4,8"])
+    assert spec.n_points == 2 * 3 * 2
+    points = spec.points()
+    by_draw: dict[int, set[tuple[str, ...]]] = {}
+    for point in points:
+        setting, draw, plan = spec.index(point.id)
+        assert point.values[:2] == (draw, plan) and point.seed == 0
+        drawn = tuple(o for o in point.overrides if o.startswith(("workload.", "reward.lat")))
+        by_draw.setdefault(draw, set()).add(drawn)
+    assert all(len(s) == 1 for s in by_draw.values())  # common random numbers
+
+
+def test_a_run_without_metrics_is_named_and_left_out(tmp_path):
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    spec, ctx = build_draw_spec(_plans(path), 4)
+    rows = [{"point": 0, "error": None, "step_time_s.mean": 2.0,
+             "throughput.samples_per_s": 1.0},
+            {"point": 1, "error": "rollout.tp: too large"}]
+    c = collect(spec, ctx, pa.Table.from_pylist(rows), crashed={2: "MemoryError"})
+    assert c.failures[0] == "draw 0 (v1): rollout.tp: too large"
+    assert c.failures[1] == "draw 1 (v0): MemoryError"
+    assert len(c.failures) == 8 - 1
+    doc = compare_doc(c)
+    assert doc["ran"] == 0 and doc["runs"][0]["metrics"]["step_time_s.mean"] is None
+    single = interval_doc(c)
+    assert single["ran"] == 0  # draw 0 lacks tokens/s and the rest
+
+
+def _fixed_verl(**extra: Any) -> dict[str, Any]:
+    # every knob off the profile's value: only the profile's discrepancy is drawn
+    return tiny(steps=1, framework={"name": "verl", "train_speed": 0.5, "rollout_speed": 0.5,
+                                    "step_overhead": 1.0, **extra})
+
+
+def test_the_profiles_discrepancy_multiplies_the_time_in_closed_form(tmp_path):
+    from rlsim.config.frameworks import profiles
+
+    sigma = profiles()["verl"].discrepancy_log_sd
+    path = write(tmp_path, _fixed_verl())
+    spec, ctx = build_draw_spec([(path, [], "verl")], 8)
+    assert list(spec.unknowns) == ["error.discrepancy"]
+    doc = interval_doc(run_draws(spec, ctx, jobs=1).collected)
+    steps = [d["metrics"]["step_time_s.mean"] for d in doc["draws"]]
+    z = [d["values"]["error.discrepancy"] for d in doc["draws"]]
+    base = steps[0] / math.exp(sigma * z[0])
+    for step, zi in zip(steps, z, strict=True):  # the same run, scaled by exp(sigma z)
+        assert step == pytest.approx(base * math.exp(sigma * zi), rel=1e-9)
+    rates = [d["metrics"]["throughput.samples_per_s"] * math.exp(sigma * zi)
+             for d, zi in zip(doc["draws"], z, strict=True)]
+    assert np.ptp(rates) == pytest.approx(0.0, abs=1e-9 * rates[0])
+    with pytest.raises(ScenarioError, match="declares no unknowns"):  # nothing left
+        build_draw_spec([(path, [], "verl")], 8, profile=False)
+
+
+def test_a_fitted_scenario_out_of_its_regime_widens_by_the_stated_allowance(tmp_path):
+    from rlsim.config.regime import REGIME_CHANGE_REL
+
+    on = {"policy": "sync", "placement": "colocated", "gpus": 8, "rollout_gpus": 8,
+          "train_gpus": 8, "gpu": "H100", "model": "qwen2.5-0.5b"}
+    data = tiny(steps=1, framework={"fitted_on": on},
+                unknowns={"reward.latency.median": {"low": 0.001, "high": 0.002}})
+    path = write(tmp_path, data)
+    plans = [(path, [], "in"), (path, ["pools.0.nodes=2"], "out")]
+    spec, ctx = build_draw_spec(plans, 16)
+    assert [k for k in spec.unknowns if k.startswith("error.")] == ["error.regime.0",
+                                                                   "error.regime.1"]
+    c = run_draws(spec, ctx, jobs=1).collected
+    sigma = math.log(1 + REGIME_CHANGE_REL) / 1.96  # one change: GPUs 8 -> 16
+    z = np.asarray([v["error.regime.1"] for v in spec.values])
+    factor = c.metrics[0, 1, :, 0] / np.median(c.metrics[0, 1, :, 0])
+    # the in-regime plan is not scaled; the other by exp(sigma z), its own 95% = +-10%
+    assert np.corrcoef(np.log(factor), z)[0, 1] > 0.99
+    assert np.std(np.log(factor)) == pytest.approx(sigma, rel=0.35)
+    spread_in = np.ptp(np.log(c.metrics[0, 0, :, 0]))
+    assert spread_in < 0.2 * np.ptp(np.log(factor))
+
+
+def test_cli_draws_journal_and_resume(tmp_path, monkeypatch, capsys):
+    from tests.cli.test_bad_input import run_cli
+
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    out = tmp_path / "d"
+    args = ["compare", str(path), "--variant", "name=a", "--variant", "name=b",
+            "--draws", "4", "--jobs", "1", "--out", str(out), "--json"]
+    code, first, _ = run_cli(args, monkeypatch, capsys)
+    assert code == 0
+    stored = json.loads((out / "draws.json").read_text())
+    assert stored == json.loads(first)
+    code, again, err = run_cli([*args, "--resume"], monkeypatch, capsys)
+    assert code == 0 and json.loads(again) == stored
+    code, _, err = run_cli(args, monkeypatch, capsys)
+    assert code == 2 and "already holds a sweep; use --resume" in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "{p}", "--draws", "2", "--resume"],
+     "--resume: give the --out folder of the draws to continue"),
+    (["run", "{p}", "--jobs", "2"], "--jobs: give --draws N as well"),
+    (["sweep", "{p}", "--out", "{t}/s", "--draws", "2", "--reps", "2"],
+     "--draws: draws replace --random/--range and --reps"),
+    (["sweep", "{p}", "--out", "{t}/s", "--draws", "2", "--grid",
+      "workload.prompts_per_step=4,8"], "--grid: 'workload.prompts_per_step' is drawn"),
+    (["run", "{p}", "--draws", "20000"], "over the limit of 10,000"),
+])
+def test_bad_draw_options_get_one_line(tmp_path, monkeypatch, capsys, args, message):
+    from tests.cli.test_bad_input import run_cli
+
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    argv = [a.format(p=path, t=tmp_path) for a in args]
+    code, _, err = run_cli(argv, monkeypatch, capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
