@@ -139,6 +139,13 @@ screenshots: $(STAMP)
 	  --grid recovery.trainer.checkpoint_every=5,10,20,40,80 --out runs/horizon-ckpt
 	$(BIN)/rlsim report runs/horizon-ckpt
 	$(BIN)/python -m rlsim.report.browser runs/horizon-ckpt/report.html reports/horizon-sweep.png
+	rm -rf runs/draws-quickstart
+	$(BIN)/rlsim compare scenarios/quickstart.yaml --draws 32 --set 'workload.trace=null' \
+	  --set 'workload.response_len={dist: lognormal, median: 4000, sigma: 0.8}' \
+	  --set 'unknowns={workload.response_len.median: {low: 1000, high: 12000, dist: loguniform}, workload.response_len.sigma: {low: 0.4, high: 1.2}}' \
+	  --variant policy.name=sync,policy.placement=colocated \
+	  --variant policy.name=one_off,policy.placement=disaggregated --out runs/draws-quickstart
+	$(BIN)/python -m rlsim.report.browser runs/draws-quickstart/report.html reports/draws-report.png
 
 # reports/rollpacker.md: the RollPacker reproduction (pairs, ablation, eta sweep, weak scaling) vs the paper.
 rollpacker-report: $(STAMP)

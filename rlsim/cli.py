@@ -435,8 +435,14 @@ def compare(
     for path in scenarios:
         for v in variant or [""]:
             extra = _overrides([v]) if v else []
-            label = path.stem + (f"[{v}]" if v else "")
+            # the values alone name a variant, as in the table of a plain compare
+            short = ",".join(x.split("=", 1)[1] for x in extra)
+            label = (f"{path.stem}:{short}" if len(scenarios) > 1 and short else
+                     short or path.stem)
             plans.append((path, common + extra, label))
+    labels = [label for _, _, label in plans]
+    if len(set(labels)) < len(labels):  # the same name twice: number them
+        plans = [(p, o, f"{label} ({i})") for i, (p, o, label) in enumerate(plans)]
     if draws is not None:
         draws_command("compare", plans, draws, out=out, resume=resume, executor=executor,
                       jobs=jobs, address=address, as_json=as_json,
@@ -523,6 +529,18 @@ def report(
             out = out / "report.html"  # like cp: a folder receives the file
         if not out.parent.is_dir():
             fail(f"--out: folder {out.parent} does not exist; create it or give another path")
+    from rlsim.report.draws_report import is_draws_dir, write_draws_report
+
+    if any(is_draws_dir(d) for d in dirs):
+        if len(dirs) > 1:
+            fail("RUN_DIR: a draws folder is reported on its own; give one draws folder")
+        target = out or dirs[0] / "report.html"
+        try:
+            write_draws_report(dirs[0], target)
+        except OSError as err:
+            fail(f"--out: cannot write {target}: {err.strerror or err}")
+        typer.echo(f"wrote {target}")
+        return
     sweeps = [d for d in dirs if is_sweep_dir(d)]
     if sweeps:
         if len(dirs) > 1:

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from rlsim.cli_common import fail
+from rlsim.report.draws_report import DRAWS_FILE, write_draws_report
 
 ExecutorOpt = Annotated[str, typer.Option(
     "--executor", help="local (process pool) or ray.")]
@@ -33,7 +34,6 @@ NoProfileUncertaintyOpt = Annotated[bool, typer.Option(
     "--no-profile-uncertainty", help="With --draws: leave the framework profile's calibrated "
     "knobs at their values and its discrepancy out (by default each knob is an unknown over "
     "its 95% interval, and the fit's discrepancy a model error).")]
-DRAWS_FILE = "draws.json"
 SHOWN_FAILURES = 5
 
 
@@ -79,6 +79,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
         tmp = out / f".{DRAWS_FILE}.tmp"
         tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, out / DRAWS_FILE)
+        write_draws_report(out, out / "report.html")
     if as_json:
         typer.echo(json.dumps(document))
     else:
@@ -86,8 +87,8 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
                      if kind == "compare" else sweep_lines(doc)):
             typer.echo(line)
         if out is not None:
-            typer.echo(f"\nwrote {out}/ ({DRAWS_FILE}, and one Parquet row per run in "
-                       "results/)")
+            typer.echo(f"\nwrote {out}/ (report.html, {DRAWS_FILE}, and one Parquet row per "
+                       "run in results/)")
     if c.failures:
         for line in c.failures[:SHOWN_FAILURES]:
             typer.echo(f"  {line}", err=True)

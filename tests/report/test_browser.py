@@ -89,3 +89,23 @@ def test_compare_folder_pages_render_with_the_shared_plotly(tmp_path, monkeypatc
     monkeypatch.setattr(browser, "RENDER_TIMEOUT_MS", 1500)
     check = check_page(moved)
     assert check.plots_rendered == 0
+
+
+def test_draws_reports_render(tmp_path, monkeypatch, capsys):
+    """Issue 39: the draws' report (interval bars, fan chart, P(best), indices) of a compare
+    with sensitivity-free draws and of a sweep over a numeric key."""
+    from tests.cli.test_bad_input import run_cli
+    from tests.scenarios import write
+
+    path = write(tmp_path, tiny(steps=1, unknowns={
+        "workload.prompts_per_step": {"low": 4, "high": 12},
+        "reward.latency.median": {"low": 0.001, "high": 0.05}}))
+    code, _, _ = run_cli(["compare", str(path), "--variant", "reward.workers=4",
+                          "--variant", "reward.workers=8", "--draws", "4", "--jobs", "1",
+                          "--out", str(tmp_path / "c")], monkeypatch, capsys)
+    assert code == 0
+    _check(tmp_path / "c" / "report.html", tmp_path / "c.png")
+    code, _, _ = run_cli(["sweep", str(path), "--grid", "reward.workers=2,4,8", "--draws", "3",
+                          "--jobs", "1", "--out", str(tmp_path / "s")], monkeypatch, capsys)
+    assert code == 0
+    _check(tmp_path / "s" / "report.html", tmp_path / "s.png")

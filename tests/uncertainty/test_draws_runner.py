@@ -157,3 +157,23 @@ def test_bad_draw_options_get_one_line(tmp_path, monkeypatch, capsys, args, mess
     argv = [a.format(p=path, t=tmp_path) for a in args]
     code, _, err = run_cli(argv, monkeypatch, capsys)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_draws_report_shows_each_part(tmp_path, monkeypatch, capsys):
+    from rlsim.report.draws_report import is_draws_dir, render_draws
+    from tests.cli.test_bad_input import run_cli
+
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    out = tmp_path / "r"
+    code, _, _ = run_cli(["run", str(path), "--draws", "8", "--sensitivity", "--jobs", "1",
+                          "--out", str(out)], monkeypatch, capsys)
+    assert code == 0 and is_draws_dir(out) and (out / "report.html").is_file()
+    page = render_draws(out)
+    for heading in ("Intervals", "Which unknown matters", "Runs without metrics"):
+        assert f"<h2>{heading}</h2>" in page
+    (out / "report.html").unlink()
+    code, said, _ = run_cli(["report", str(out)], monkeypatch, capsys)
+    assert code == 0 and (out / "report.html").is_file()
+    (out / "draws.json").unlink()  # an unfinished set of draws: one line, exit 2
+    code, _, err = run_cli(["report", str(out)], monkeypatch, capsys)
+    assert code == 2 and "--resume" in err and len(err.strip().splitlines()) == 1
