@@ -51,7 +51,7 @@ def test_every_variant_and_setting_runs_the_same_draws_on_the_same_seed(tmp_path
     points = spec.points()
     by_draw: dict[int, set[tuple[str, ...]]] = {}
     for point in points:
-        setting, draw, plan = spec.index(point.id)
+        _, draw, plan = spec.index(point.id)
         assert point.values[:2] == (draw, plan) and point.seed == 0
         drawn = tuple(o for o in point.overrides if o.startswith(("workload.", "reward.lat")))
         by_draw.setdefault(draw, set()).add(drawn)
@@ -172,8 +172,19 @@ def test_the_draws_report_shows_each_part(tmp_path, monkeypatch, capsys):
     for heading in ("Intervals", "Which unknown matters", "Runs without metrics"):
         assert f"<h2>{heading}</h2>" in page
     (out / "report.html").unlink()
-    code, said, _ = run_cli(["report", str(out)], monkeypatch, capsys)
+    code, _, _ = run_cli(["report", str(out)], monkeypatch, capsys)
     assert code == 0 and (out / "report.html").is_file()
     (out / "draws.json").unlink()  # an unfinished set of draws: one line, exit 2
     code, _, err = run_cli(["report", str(out)], monkeypatch, capsys)
     assert code == 2 and "--resume" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_indices_are_the_same_for_one_or_two_workers(tmp_path):
+    from rlsim.draws import sensitivity_doc
+
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    spec, ctx = build_draw_spec([(path, [], "s")], 8, sensitivity=True)
+    one = run_draws(spec, ctx, tmp_path / "one", jobs=1).collected
+    two = run_draws(spec, ctx, tmp_path / "two", jobs=2).collected
+    assert sensitivity_doc(one) == sensitivity_doc(two)
+    assert interval_doc(one) == interval_doc(two)
