@@ -43,6 +43,7 @@ from rlsim.sweep.spec import (
     Axis,
     Point,
     PointContext,
+    digits,
     make_axis,
     parse_grid,
     read_base,
@@ -125,19 +126,12 @@ class DrawSpec:
 
     def index(self, pid: int) -> tuple[int, int, int]:
         """Point `pid` as (grid setting, draw, plan)."""
-        rest, plan = divmod(pid, len(self.plans))
-        setting, draw = divmod(rest, len(self.values))
+        setting, draw, plan = digits(pid, [self.settings, len(self.values), len(self.plans)])
         return setting, draw, plan
 
     def point(self, pid: int) -> Point:
         setting, draw, plan = self.index(pid)
-        sizes = [len(a.values) for a in self.grid]
-        idx: list[int] = []
-        rest = setting
-        for n in reversed(sizes):
-            rest, i = divmod(rest, n)
-            idx.append(i)
-        idx.reverse()
+        idx = digits(setting, [len(a.values) for a in self.grid])
         p = self.plans[plan]
         values: list[Any] = [draw, plan]
         assigns: list[str] = []

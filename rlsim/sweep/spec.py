@@ -183,13 +183,8 @@ class SweepSpec:
     def point(self, pid: int) -> Point:
         """Point `pid` alone, without expanding the others: what sizing a sweep too large
         to expand needs. Random values are drawn up to its random index."""
-        sizes = [len(a.values) for a in self.grid] + [max(self.random, 1), self.reps]
-        combo: list[int] = []
-        rest = pid
-        for n in reversed(sizes):
-            rest, i = divmod(rest, n)
-            combo.append(i)
-        combo.reverse()
+        combo = digits(pid, [len(a.values) for a in self.grid]
+                       + [max(self.random, 1), self.reps])
         drawn = [random_values(r, combo[-2] + 1, self.seed) for r in self.ranges]
         return self._point(pid, tuple(combo), drawn, replicate_seed(self.seed, combo[-1]))
 
@@ -206,6 +201,16 @@ class SweepSpec:
             assigns.append(f"{r.key}={yaml_number(column[rand_idx])}")
         return Point(pid, rep, seed, tuple(values),
                      (*self.overrides, *assigns, f"seed={seed}"))
+
+
+def digits(index: int, sizes: list[int]) -> list[int]:
+    """`index` in the mixed radix `sizes` (the first slowest): a point's position in each
+    of the product's factors."""
+    out: list[int] = []
+    for n in reversed(sizes):
+        index, i = divmod(index, n)
+        out.append(i)
+    return out[::-1]
 
 
 def replicate_seed(scenario_seed: int, replicate: int) -> int:
