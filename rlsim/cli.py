@@ -420,6 +420,10 @@ def compare(
         "--draws", help="Run every variant at N draws over the first scenario's unknowns "
         "(the same values for all) and print each metric's interval, each ratio to the "
         "first variant and the probability each is best (docs/uncertainty.md).")] = None,
+    sensitivity: Annotated[bool, typer.Option(
+        "--sensitivity", help="With --draws: draw a Saltelli design instead and print the "
+        "three unknowns each ratio to the first variant depends on most (Sobol indices).")]
+        = False,
     no_profile_uncertainty: NoProfileUncertaintyOpt = False,
     executor: ExecutorOpt = "local",
     jobs: JobsOpt = None,
@@ -445,11 +449,11 @@ def compare(
         plans = [(p, o, f"{label} ({i})") for i, (p, o, label) in enumerate(plans)]
     if draws is not None:
         draws_command("compare", plans, draws, out=out, resume=resume, executor=executor,
-                      jobs=jobs, address=address, as_json=as_json,
+                      jobs=jobs, address=address, as_json=as_json, sensitivity=sensitivity,
                       profile=not no_profile_uncertainty, allow_large=allow_large)
         return
-    _draws_only(resume=resume, executor=executor, jobs=jobs, address=address,
-                no_profile_uncertainty=no_profile_uncertainty)
+    _draws_only(sensitivity=sensitivity, resume=resume, executor=executor, jobs=jobs,
+                address=address, no_profile_uncertainty=no_profile_uncertainty)
     _check_out(out, force)
     fleets = [is_fleet_file(p) for p, _, _ in plans]
     if any(fleets):

@@ -47,6 +47,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
     from rlsim.draws import (
         build_draw_spec,
         compare_doc,
+        compare_sensitivity_doc,
         interval_doc,
         run_draws,
         sensitivity_doc,
@@ -73,7 +74,8 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
     doc = (interval_doc(c) if kind == "run" else compare_doc(c) if kind == "compare"
            else sweep_doc(c))
     if sensitivity:
-        doc["sensitivity"] = sensitivity_doc(c)
+        doc["sensitivity"] = (compare_sensitivity_doc(c) if kind == "compare"
+                              else sensitivity_doc(c))
     document = stamped("summary" if kind == "run" else kind, {"draws": doc})
     if out is not None:
         tmp = out / f".{DRAWS_FILE}.tmp"
@@ -122,18 +124,25 @@ def run_lines(doc: dict[str, Any]) -> list[str]:
     return [_heading(doc, ""), aligned(rows), *sensitivity_lines(doc)]
 
 
+def _top3(rows: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{t['unknown']} {t['total']:.2f} [{t['total_ci'][0]:.2f}, "
+                     f"{t['total_ci'][1]:.2f}]" + ("" if t["ranked_apart"] else " ~")
+                     for t in rows[:3])
+
+
 def sensitivity_lines(doc: dict[str, Any]) -> list[str]:
-    """The three largest total indices per metric (`~`: not ranked apart)."""
+    """The three largest total indices per metric, or per ratio of a comparison (`~`: not
+    ranked apart)."""
     from rlsim.draws import METRICS
 
     if "sensitivity" not in doc:
         return []
-    out = []
-    for key, label in METRICS:
-        parts = [f"{t['unknown']} {t['total']:.2f} [{t['total_ci'][0]:.2f}, "
-                 f"{t['total_ci'][1]:.2f}]" + ("" if t["ranked_apart"] else " ~")
-                 for t in doc["sensitivity"][key][:3]]
-        out.append(f"{label}: total index " + "; ".join(parts))
+    sens = doc["sensitivity"]
+    if "ratios" in sens:
+        out = [f"{label} / first ({key.split('.')[-1]}): total index {_top3(rows)}"
+               for label, by in sens["ratios"].items() for key, rows in by.items()]
+    else:
+        out = [f"{label}: total index {_top3(sens[key])}" for key, label in METRICS]
     return [*out, "(~: its interval overlaps the next one's, so the two are not ranked)"]
 
 
@@ -154,7 +163,7 @@ def compare_lines(doc: dict[str, Any]) -> list[str]:
         rows.append([f"P(best: {label})", *(f"{doc['p_best'][key][lab]:.0%}"
                                             for lab in labels)])
     return [_heading(doc, ", the same values for every variant: median [80% interval]"),
-            aligned(rows)]
+            aligned(rows), *sensitivity_lines(doc)]
 
 
 def sweep_lines(doc: dict[str, Any]) -> list[str]:

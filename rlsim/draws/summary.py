@@ -186,23 +186,48 @@ def sweep_doc(c: Collected) -> dict[str, Any]:
     return doc
 
 
+def _indices(values: np.ndarray, c: Collected) -> list[dict[str, Any]]:
+    """Each unknown's Sobol indices of `values` (one per run of the design), largest
+    total first."""
+    from rlsim.sensitivity import ranked, sobol_indices
+
+    names = list(c.spec.unknowns)
+    idx = sobol_indices(values, c.spec.base, len(names))
+    return [{"unknown": name, "first": x.first, "first_ci": list(x.first_ci),
+             "total": x.total, "total_ci": list(x.total_ci), "ranked_apart": apart}
+            for name, x, apart in ranked(names, idx)]
+
+
+def _need_every_run(c: Collected, m: np.ndarray) -> None:
+    if not np.all(np.isfinite(m)):
+        raise ScenarioError("--sensitivity", f"{len(c.failures)} of {c.spec.n_points} "
+                            f"runs gave no metrics (the first: {c.failures[0]}); the "
+                            "indices need every run: narrow the unknowns")
+
+
 def sensitivity_doc(c: Collected, setting: int = 0, plan: int = 0
                     ) -> dict[str, list[dict[str, Any]]]:
     """Per headline metric, each unknown's first-order and total Sobol indices with their
     bootstrap 95% intervals, largest total first (`ranked_apart`: its interval clears the
     next one's). Needs every run of the design."""
-    from rlsim.sensitivity import ranked, sobol_indices
-
     m = c.metrics[setting, plan]
-    if not np.all(np.isfinite(m)):
-        raise ScenarioError("--sensitivity", f"{len(c.failures)} of {len(c.spec.values)} "
-                            f"runs gave no metrics (the first: {c.failures[0]}); the "
-                            "indices need every run: narrow the unknowns")
-    names = list(c.spec.unknowns)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for i, (key, _) in enumerate(METRICS):
-        idx = sobol_indices(m[:, i], c.spec.base, len(names))
-        out[key] = [{"unknown": name, "first": x.first, "first_ci": list(x.first_ci),
-                     "total": x.total, "total_ci": list(x.total_ci), "ranked_apart": apart}
-                    for name, x, apart in ranked(names, idx)]
-    return out
+    _need_every_run(c, m)
+    return {key: _indices(m[:, i], c) for i, (key, _) in enumerate(METRICS)}
+
+
+RATIO_METRICS = ("throughput.samples_per_s", "throughput.tokens_per_s")
+"""The ratios whose indices a comparison reports."""
+
+
+def compare_sensitivity_doc(c: Collected, setting: int = 0) -> dict[str, Any]:
+    """`compare --draws --sensitivity`: per variant its metrics' indices (`runs`), and per
+    variant after the first the indices of its ratios to the first (`ratios`)."""
+    m = c.metrics[setting]
+    _need_every_run(c, m)
+    labels = [p.label for p in c.spec.plans]
+    keys = [k for k, _ in METRICS]
+    return {"runs": {label: sensitivity_doc(c, setting, p) for p, label in enumerate(labels)},
+            "ratios": {label: {key: _indices(m[p, :, keys.index(key)]
+                                             / m[0, :, keys.index(key)], c)
+                               for key in RATIO_METRICS}
+                       for p, label in enumerate(labels) if p}}

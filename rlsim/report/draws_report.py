@@ -171,8 +171,14 @@ def render_draws(folder: Path) -> str:
                      "index alone and with the others. Indices whose intervals overlap are "
                      "not ranked apart; intervals beyond [-0.25, 1.25] run off the axis (they "
                      "narrow as one over the square root of the draws).")
-        page.grid([page.plot_html(sensitivity_figure(doc["sensitivity"][m]), label)
-                   for m, label in LABELS.items() if m in doc["sensitivity"]])
+        sens = doc["sensitivity"]
+        if "ratios" in sens:  # a comparison: the indices of each ratio to the first
+            page.grid([page.plot_html(sensitivity_figure(rows), f"{label} / first, "
+                                      f"{LABELS[m]}")
+                       for label, by in sens["ratios"].items() for m, rows in by.items()])
+        else:
+            page.grid([page.plot_html(sensitivity_figure(sens[m]), label)
+                       for m, label in LABELS.items() if m in sens])
     page.section("failures", "Runs without metrics",
                  "Runs whose drawn scenario was invalid or that raised; they are left out.")
     if doc["failures"]:

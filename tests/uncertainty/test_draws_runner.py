@@ -188,3 +188,19 @@ def test_the_indices_are_the_same_for_one_or_two_workers(tmp_path):
     two = run_draws(spec, ctx, tmp_path / "two", jobs=2).collected
     assert sensitivity_doc(one) == sensitivity_doc(two)
     assert interval_doc(one) == interval_doc(two)
+
+
+def test_a_comparisons_ratios_get_indices_and_a_twins_ratio_has_none(tmp_path, monkeypatch,
+                                                                      capsys):
+    from tests.cli.test_bad_input import run_cli
+
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    code, out, _ = run_cli(["compare", str(path), "--variant", "name=a", "--variant", "name=b",
+                            "--variant", "reward.workers=2", "--draws", "16", "--sensitivity",
+                            "--jobs", "1", "--json"], monkeypatch, capsys)
+    assert code == 0
+    sens = json.loads(out)["draws"]["sensitivity"]
+    assert sorted(sens["runs"]) == ["2", "a", "b"] and sorted(sens["ratios"]) == ["2", "b"]
+    twin = sens["ratios"]["b"]["throughput.samples_per_s"]
+    assert all(t["total"] == 0 and t["first"] == 0 for t in twin)  # b / a is 1 in every run
+    assert {t["unknown"] for t in sens["ratios"]["2"]["throughput.tokens_per_s"]} == set(UNKNOWNS)
