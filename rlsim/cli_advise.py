@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -61,6 +61,16 @@ def advise(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print only JSON: the recommendation, its value and spread, the "
         "runner-up.")] = False,
+    draws: Annotated[int | None, typer.Option(
+        "--draws", help="Run the finalists at N draws over the scenario's unknowns and rank "
+        "them by --robust; say which unknown the best depends on, with its threshold "
+        "(docs/uncertainty.md).")] = None,
+    robust: Annotated[str, typer.Option(
+        "--robust", help="With --draws: p10 (the objective in the worst 10% of draws) or "
+        "p_best (the share of draws a finalist is best in).")] = "p10",
+    no_profile_uncertainty: Annotated[bool, typer.Option(
+        "--no-profile-uncertainty", help="With --draws: leave the framework profile's "
+        "knobs at their values and its discrepancy out.")] = False,
 ) -> None:
     from rlsim.advise.run import AdviseOptions
     from rlsim.advise.run import advise as run_advise
@@ -76,7 +86,12 @@ def advise(
         scenario=str(scenario), out=str(out), objective=objective,
         constraints=tuple(constraint or ()), overrides=overrides, gpus=gpus,
         policies=names, trials=trials, reps=reps, steps=steps, executor=executor, jobs=jobs,
-        address=address)
+        address=address, draws=draws, robust=robust, profile=not no_profile_uncertainty)
+    if draws is None and (robust != "p10" or no_profile_uncertainty):
+        from rlsim.cli_common import fail
+
+        fail(f"{'--robust' if robust != 'p10' else '--no-profile-uncertainty'}: give "
+             "--draws N as well")
     try:
         advice = run_advise(opts, resume=resume)
     except KeyboardInterrupt:
@@ -96,9 +111,31 @@ def advise(
                           ("today", advice.today, advice.margin_over_today)):
         if who and m:
             lines.append(f"  over {label} ({who['description']}): {margin_text(m, unit)}")
+    if advice.robust is not None:
+        lines += robust_lines(advice.robust, advice.objective, unit)
     lines += ["  changes from the scenario as given:",
               *(f"    {c}" for c in advice.changes),
               *(f"  caveat: {c}" for c in advice.caveats),
               f"{advice.evaluations} simulations; run it: rlsim run {out / 'recommended.yaml'}",
               f"report: {out / 'report.html'}"]
     typer.echo("\n".join(lines))
+
+
+def robust_lines(robust: dict[str, Any], objective: str, unit: str) -> list[str]:
+    """The finalists under the unknowns, in the robust order, and what the best depends on."""
+    from rlsim.report.advise_report import amount
+
+    rule = ("the objective in the worst 10% of draws" if robust["rule"] == "p10"
+            else "the share of draws it is best in")
+    out = [f"  under {robust['n']} draws over {', '.join(robust['unknowns'])} "
+           f"(ranked by {rule}):"]
+    by = {r["key"]: r for r in robust["configs"]}
+    for key in [*robust["order"], robust["configs"][-1]["key"]]:
+        r = by[key]
+        q = r["quantiles"]
+        spread = ("no run gave metrics" if q is None else
+                  f"{amount(q['median'])} [{amount(q['p10'])}, {amount(q['p90'])}] {unit}")
+        best = "" if r["p_best"] is None else f", best in {r['p_best']:.0%}"
+        out.append(f"    {key}: {objective} {spread}{best}")
+    out.append(f"  {robust['depends'].get('text') or 'the best is the same in every draw'}")
+    return out

@@ -33,6 +33,7 @@ from rlsim.advise.decide import (
     rank,
 )
 from rlsim.advise.objectives import Objective, objectives, parse_constraint
+from rlsim.advise.robust import check_drawable, check_rule, robust_advice
 from rlsim.advise.search import TODAY, Evaluation, Journal, Runner, search
 from rlsim.advise.space import Space, build_space, config_from_key, config_key, describe
 from rlsim.config.contracts import stamped
@@ -69,6 +70,9 @@ class AdviseOptions:
     executor: str = "local"
     jobs: int | None = None
     address: str | None = None
+    draws: int | None = None  # rank the finalists at N draws over the unknowns (robust.py)
+    robust: str = "p10"
+    profile: bool = True  # the framework profile's intervals are drawn too
 
     def asked(self) -> dict[str, Any]:
         """What must match on --resume (how the trials run may change)."""
@@ -100,6 +104,7 @@ class Advice:
     failures: dict[str, int]
     caveats: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)  # the scenario's fields to change
+    robust: dict[str, Any] | None = None  # with --draws: the finalists under the unknowns
 
     def brief(self) -> dict[str, Any]:
         """What `--json` prints: the recommendation, its value and spread, the runner-up."""
@@ -107,7 +112,8 @@ class Advice:
             "objective": self.objective, "recommended": self.recommended,
             "runner_up": self.runner_up, "margin_over_runner_up": self.margin_over_runner_up,
             "today": self.today, "margin_over_today": self.margin_over_today,
-            "changes": self.changes, "evaluations": self.evaluations})
+            "changes": self.changes, "evaluations": self.evaluations,
+            "robust": self.robust})
 
 
 def _check_out(out: Path, resume: bool, asked: dict[str, Any]) -> None:
@@ -193,6 +199,9 @@ def advise(opts: AdviseOptions, resume: bool = False,
         raise ScenarioError("--trials", f"must be >= 1, got {opts.trials}")
     if opts.reps < 1:
         raise ScenarioError("--reps", f"must be >= 1, got {opts.reps}")
+    if opts.draws is not None and opts.draws < 1:
+        raise ScenarioError("--draws", f"must be >= 1, got {opts.draws}")
+    check_rule(opts.robust)
     check_executor(opts.executor, opts.jobs, opts.address)
     path = Path(opts.scenario)
     try:
@@ -224,6 +233,9 @@ def advise(opts: AdviseOptions, resume: bool = False,
         reasons = "; ".join(f"{why} ({n} points)" for why, n in space.invalid.most_common(3))
         raise ScenarioError("--policies" if opts.policies else "policy",
                             f"no point of the space can run this job: {reasons}")
+    if opts.draws is not None:
+        check_drawable(scenario, opts.profile,
+                       {a.split("=", 1)[0] for c in valid for a in space.overrides(c)})
     out = Path(opts.out)
     _check_out(out, resume, opts.asked())
     out.mkdir(parents=True, exist_ok=True)
@@ -270,9 +282,23 @@ def advise(opts: AdviseOptions, resume: bool = False,
     if not ordered or not ordered[0].feasible:
         raise ScenarioError("--constraint", "no finalist meets the constraints on the mean of "
                             "its replicates")
+    today = next((f for f in finals if f.key == TODAY), None)
+    robust = None
+    if opts.draws is not None:
+        label = {f.key: describe(config_from_key(f.key)) for f in ordered}
+        label[TODAY] = "the scenario as given"
+        plans = [(path, [*opts.overrides, *(space.overrides(config_from_key(f.key)))],
+                  label[f.key]) for f in ordered]
+        plans.append((path, [*opts.overrides, f"steps={space.steps}"], label[TODAY]))
+        robust = robust_advice(plans, opts.draws, obj, opts.robust, out,
+                               executor=opts.executor, jobs=opts.jobs, address=opts.address,
+                               resume=resume, profile=opts.profile, log=log)
+        key_of = {v: k for k, v in label.items()}
+        position = {key_of[d]: i for i, d in enumerate(robust["order"])}
+        # the robust objective decides the order (feasible first); margins stay paired
+        ordered = sorted(ordered, key=lambda f: (not f.feasible, position[f.key]))
     best = ordered[0]
     second = ordered[1] if len(ordered) > 1 else None
-    today = next((f for f in finals if f.key == TODAY), None)
 
     evaluated = {k: ev.figures for (k, r), ev in journal.runs.items()
                  if r == 0 and k != TODAY and ev.figures is not None}
@@ -309,6 +335,7 @@ def advise(opts: AdviseOptions, resume: bool = False,
         caveats=_caveats(best, today, scenario.framework != type(scenario.framework)(),
                          sum(p.gpus for p in scenario.pools), space.gpus),
         changes=changes(scenario, space.scenario(config_from_key(best.key))),
+        robust=robust,
     )
     _write(out, space, advice, obj)
     return advice

@@ -52,6 +52,8 @@ class Collected:
     spec: DrawSpec
     metrics: np.ndarray
     failures: tuple[str, ...]   # one line per run without metrics
+    rows: dict[int, dict[str, Any]]  # point -> its row, for the runs that gave metrics
+    factors: np.ndarray         # [setting, plan, draw]: the model-error multiplier
 
     def finite(self, setting: int, plans: list[int]) -> np.ndarray:
         """The draws every one of `plans` ran at `setting` (a boolean mask)."""
@@ -66,6 +68,7 @@ def collect(spec: DrawSpec, ctx: PointContext, table: pa.Table,
     failures = []
     rows = {int(r["point"]): r for r in table.to_pylist()}
     factors = _factors(spec, ctx)
+    ok: dict[int, dict[str, Any]] = {}
     for pid in range(spec.n_points):
         s, d, p = spec.index(pid)
         row = rows.get(pid)
@@ -75,11 +78,12 @@ def collect(spec: DrawSpec, ctx: PointContext, table: pa.Table,
             failures.append(f"draw {d} ({spec.plans[p].label}{where}): "
                             f"{why or 'not run (interrupted?)'}")
             continue
+        ok[pid] = row
         for m, (key, _) in enumerate(METRICS):
             value = row.get(key)
             if value is not None:
                 out[s, p, d, m] = float(value) * factors[s, p, d] ** SCALE[key]
-    return Collected(spec, out, tuple(failures))
+    return Collected(spec, out, tuple(failures), ok, factors)
 
 
 def _factors(spec: DrawSpec, ctx: PointContext) -> np.ndarray:

@@ -84,6 +84,9 @@ def render_advice(advice: Any) -> str:
                     "max staleness", "response tokens/sample", "meets constraints"],
                    fig_rows))
 
+    if advice.robust is not None:
+        _robust_section(page, advice.robust, advice.objective, unit)
+
     page.section("front", "Pareto front",
                  "Every configuration simulated (first replicate): throughput against cost; "
                  "marker size grows with staleness. The front (no other configuration is "
@@ -189,3 +192,27 @@ def _search_figure(advice: Any) -> dict[str, Any]:
         {"type": "scatter", "mode": "lines", "name": "best so far", "x": xs, "y": best,
          "line": {"color": run_color(0), "width": 2, "shape": "hv"}}],
         "layout": layout("trial (in the order run)", f"{name} ({advice.unit})", 340)}
+
+
+def _robust_section(page: Page, robust: dict[str, Any], objective: str, unit: str) -> None:
+    """`advise --draws`: the finalists under the unknowns, in the robust order."""
+    rule = ("its objective in the worst 10% of the draws" if robust["rule"] == "p10"
+            else "the share of the draws in which it is best")
+    page.section("robust", "Under the unknowns",
+                 f"The finalists and the scenario as given, each run at the same "
+                 f"{robust['n']} draws over {esc(', '.join(robust['unknowns']))} (common "
+                 f"random numbers), ranked by {rule} (--robust {esc(robust['rule'])}). The "
+                 "recommendation is the first of this order that meets the constraints.")
+    by = {r["key"]: r for r in robust["configs"]}
+    rows = []
+    for key in [*robust["order"], robust["configs"][-1]["key"]]:
+        r = by[key]
+        q = r["quantiles"]
+        rows.append([esc(key), "-" if q is None else f"{amount(q['median'])} {esc(unit)}",
+                     "-" if q is None else f"{amount(q['p10'])} - {amount(q['p90'])}",
+                     "-" if r["p_best"] is None else f"{r['p_best']:.0%}"])
+    page.raw(table(["configuration", f"{esc(objective)}, median", "80% interval",
+                    "best in"], rows))
+    depends = robust["depends"]
+    page.note(depends.get("text") or "The best configuration is the same in every draw: "
+              "the verdict holds whatever the unknowns in their ranges.")

@@ -65,7 +65,7 @@ def test_a_run_without_metrics_is_named_and_left_out(tmp_path):
              "throughput.samples_per_s": 1.0},
             {"point": 1, "error": "rollout.tp: too large"}]
     c = collect(spec, ctx, pa.Table.from_pylist(rows), crashed={2: "MemoryError"})
-    assert c.failures[0] == "draw 0 (v1): rollout.tp: too large"
+    assert c.failures[0] == "draw 0 (v1): rollout.tp: too large" and list(c.rows) == [0]
     assert c.failures[1] == "draw 1 (v0): MemoryError"
     assert len(c.failures) == 8 - 1
     doc = compare_doc(c)

@@ -1,0 +1,74 @@
+"""`rlsim advise --draws N` (rlsim/advise/robust.py; issue 39, point 4): the threshold the
+best configuration depends on, the robust order deciding the recommendation, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlsim.advise.robust import _about, depends, stump
+from rlsim.advise.run import AdviseOptions, advise
+from tests.cli.test_bad_input import run_cli
+from tests.scenarios import tiny, write
+
+UNKNOWNS = {"reward.latency.median": {"low": 0.001, "high": 0.05}}
+
+
+def test_a_stump_finds_the_threshold_between_two_winners() -> None:
+    values = np.asarray([7.0, 1.0, 9.0, 3.0, 5.0, 6.0, 2.0, 8.0, 4.0, 10.0])
+    winners = ["async" if v > 5.5 else "sync" for v in values]
+    assert stump(values, winners) == (5.5, "sync", "async", 10)
+    said = depends({"workload.response_len.median": values * 1000}, winners)
+    assert said["kind"] == "threshold" and said["threshold"] == 5500
+    assert said["text"] == ("async is best if workload.response_len.median is above about "
+                            "5,500, sync below it (10 of 10 draws)")
+    winners[0] = "sync"  # one draw against the rule: 9 of 10 still explained
+    assert depends({"x": values}, winners)["explained"] == pytest.approx(0.9)
+
+
+def test_the_same_winner_is_robust_and_a_mix_is_joint() -> None:
+    values = np.arange(10.0)
+    assert depends({"x": values}, ["a"] * 10) == {"kind": "robust", "winner": "a"}
+    assert stump(values, ["a"] * 10) is None
+    mixed = ["a", "b"] * 5  # alternating: no threshold explains 80%
+    assert depends({"x": values}, mixed)["kind"] == "joint"
+
+
+def test_thresholds_read_as_people_say_them() -> None:
+    assert _about(6123.0) == "6,100" and _about(0.04567) == "0.046" and _about(12.3) == "12"
+
+
+def test_the_robust_order_decides_and_is_reported(tmp_path: Path) -> None:
+    path = write(tmp_path, tiny(steps=2, unknowns=UNKNOWNS), "job.yaml")
+    advice = advise(AdviseOptions(scenario=str(path), out=str(tmp_path / "o"), trials=6,
+                                  reps=1, draws=6, jobs=1), log=lambda _: None)
+    robust = advice.robust
+    assert robust is not None and robust["n"] == 6 and robust["ran"] == 6
+    assert robust["configs"][-1]["key"] == "the scenario as given"
+    assert robust["order"][0] == advice.recommended["description"]
+    shares = [r["p_best"] for r in robust["configs"][:-1]]
+    assert sum(shares) == pytest.approx(1.0)
+    doc = json.loads((tmp_path / "o" / "advice.json").read_text())
+    assert doc["robust"]["order"] == robust["order"]
+    assert (tmp_path / "o" / "draws" / "results").is_dir()
+
+
+@pytest.mark.parametrize(("args", "unknowns", "fragment"), [
+    (["--draws", "0"], UNKNOWNS, "--draws: must be >= 1"),
+    (["--draws", "4", "--robust", "mean"], UNKNOWNS, "--robust: choose p10 or p_best"),
+    (["--robust", "p_best"], UNKNOWNS, "--robust: give --draws N as well"),
+    (["--draws", "4"], {}, "--draws: the scenario declares no unknowns"),
+    (["--draws", "4"], {"rollout.tp": {"low": 1, "high": 2}},
+     "unknowns.rollout.tp is a field advise searches"),
+])
+def test_bad_draw_options_are_one_line(tmp_path: Path, monkeypatch, capsys, args, unknowns,
+                                       fragment) -> None:
+    path = write(tmp_path, tiny(unknowns=unknowns), "job.yaml")
+    out = tmp_path / "out"
+    code, _, err = run_cli(["advise", str(path), "--out", str(out), *args], monkeypatch,
+                           capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err, err
+    assert not out.exists()
