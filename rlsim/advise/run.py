@@ -333,12 +333,37 @@ def advise(opts: AdviseOptions, resume: bool = False,
         evaluations=len(journal.runs),
         failures=failures,
         caveats=_caveats(best, today, scenario.framework != type(scenario.framework)(),
-                         sum(p.gpus for p in scenario.pools), space.gpus),
+                         sum(p.gpus for p in scenario.pools), space.gpus)
+        + _budget_caveat(found.trials, obj, len(valid)),
         changes=changes(scenario, space.scenario(config_from_key(best.key))),
         robust=robust,
     )
     _write(out, space, advice, obj)
     return advice
+
+
+LATE_GAIN = 0.75
+"""A search whose best so far still improved after this share of its trials may not have
+converged: its answer can change with the budget."""
+
+
+def _budget_caveat(trials: list[tuple[int, Any, Evaluation | None, str | None]],
+                   obj: Objective, valid: int) -> list[str]:
+    """A caveat when the best trial so far improved late in the search (and points are
+    left unrun): more --trials may change the answer."""
+    best, last = -float("inf"), 0
+    for i, (_, _, ev, why) in enumerate(trials):
+        if ev is None or ev.figures is None or why:
+            continue
+        value = obj.signed(ev.figures[obj.name])
+        if value > best:
+            best, last = value, i + 1
+    n = len(trials)
+    if n >= valid or n == 0 or last <= LATE_GAIN * n:
+        return []
+    return [f"The search's best so far last improved at trial {last} of {n} (of {valid} "
+            f"valid points): it may not have converged, and more trials may change the "
+            f"answer. Check with --trials {2 * n} into another --out."]
 
 
 def _caveats(best: Finalist, today: Finalist | None, fitted: bool, today_gpus: int,

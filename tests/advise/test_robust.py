@@ -72,3 +72,20 @@ def test_bad_draw_options_are_one_line(tmp_path: Path, monkeypatch, capsys, args
                            capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err, err
     assert not out.exists()
+
+
+def test_a_search_that_improved_late_says_the_budget_may_change_the_answer() -> None:
+    from rlsim.advise.objectives import OBJECTIVES
+    from rlsim.advise.run import _budget_caveat
+    from rlsim.advise.search import Evaluation
+
+    obj = OBJECTIVES["tokens_per_s"]
+
+    def trials(values: list[float]) -> list:
+        return [(i, (), Evaluation("k", 0, 0, {"tokens_per_s": v}), None)
+                for i, v in enumerate(values)]
+
+    late = _budget_caveat(trials([1, 2, 3, 4]), obj, valid=100)
+    assert late and "last improved at trial 4 of 4" in late[0] and "--trials 8" in late[0]
+    assert _budget_caveat(trials([4, 1, 2, 3]), obj, valid=100) == []  # found early
+    assert _budget_caveat(trials([1, 2, 3, 4]), obj, valid=4) == []    # every point ran
