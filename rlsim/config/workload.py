@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -61,6 +61,27 @@ class LognormalLength(_Frozen):
     sigma: float = Field(
         gt=0, description="Standard deviation of ln(length) (log-space sigma, unitless)."
     )
+    mean: float | None = Field(
+        default=None, gt=0,
+        description="Mean length in tokens, given instead of the median (which is then "
+        "mean * exp(-sigma^2 / 2)): what papers state; a drawn sigma then keeps the mean.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _median_from_mean(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("mean") is None:
+            return data
+        mean, sigma = data["mean"], data.get("sigma")
+        numbers = [x for x in (mean, sigma) if isinstance(x, int | float)
+                   and not isinstance(x, bool) and x > 0]
+        if len(numbers) < 2:
+            return data  # the fields' own checks say what is wrong
+        median = numbers[0] * math.exp(-numbers[1] ** 2 / 2)
+        given = data.get("median")
+        if given is not None and not math.isclose(given, median, rel_tol=1e-6):
+            raise ValueError(f"give the median or the mean, not both (median {given:g} is "
+                             f"not mean {mean:g} x exp(-sigma^2/2) = {median:g})")
+        return {**data, "median": median}
 
     @classmethod
     def from_mean_std(cls, mean: float, std: float) -> LognormalLength:

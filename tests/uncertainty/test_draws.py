@@ -153,3 +153,20 @@ def test_a_framework_profiles_intervals_are_unknowns_by_default(tmp_path: Path) 
     doc = draws_doc(path, 3)
     assert doc["unknowns"] == ["error.discrepancy", "framework.step_overhead",
                                "framework.train_speed"]
+
+
+def test_a_lognormal_given_by_its_mean_keeps_the_mean_when_sigma_is_drawn() -> None:
+    from rlsim.config.workload import LognormalLength
+
+    for sigma in (0.4, 0.9, 1.2):
+        dist = LognormalLength.model_validate({"dist": "lognormal", "mean": 2000.0,
+                                               "sigma": sigma})
+        assert dist.median * math.exp(sigma ** 2 / 2) == pytest.approx(2000.0)
+        assert LognormalLength.model_validate(dist.model_dump()) == dist  # round trip
+    with pytest.raises(ValueError, match="give the median or the mean, not both"):
+        LognormalLength.model_validate({"dist": "lognormal", "mean": 2000.0, "sigma": 0.9,
+                                        "median": 100.0})
+    scenario, _ = scenario_from_dict(tiny(**{
+        "workload__response_len": {"dist": "lognormal", "mean": 500, "sigma": 0.8}},
+        unknowns={"workload.response_len.sigma": {"low": 0.4, "high": 1.2}}))
+    assert scenario.workload.response_len.mean == 500
