@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NOTORCH := .venv-notorch
 NOTORCH_STAMP := $(NOTORCH)/.installed
 
-.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report robustrl-report crosscheck-vidur setup clean framework-profiles
+.PHONY: demo test test-notorch lint bench validate validate-quick validate-quick-check validate-real calibrate-quick screenshots rollpacker-report rollflash-report rollmux-report belayer-report robustrl-report crosscheck-vidur setup clean framework-profiles coverage-report coverage-realruns
 
 # Installs come from the lock files (requirements/README.md): exact versions with hashes,
 # written by uv; rlsim itself goes in editable, without resolving anything more. torch is
@@ -229,6 +229,16 @@ real-runs-fit: $(STAMP)
 # fitted on the corpus's calibration split and checked on its validation split (~1 min).
 framework-profiles: $(STAMP)
 	$(BIN)/python -m calibration.frameworks
+
+# Issue 39's coverage must-shows: reports/coverage.md (the papers' points inside rlsim's 80%
+# intervals over the unstated inputs of docs/research/coverage-inputs.md; about 15 min on
+# 2 cores at 64 draws) and reports/coverage-realruns.md (the validation split's measured
+# steps inside the profiles' 80% intervals with their discrepancy; about 10 min).
+coverage-report: $(STAMP)
+	$(BIN)/python -m calibration.coverage --draws 64 --workers 2
+
+coverage-realruns: $(STAMP)
+	$(BIN)/python -m calibration.coverage_realruns --draws 32 --workers 2
 
 # reports/crosscheck-vidur.md: rlsim's rollout engine against Vidur's vLLM scheduler on the
 # same request batches (crosscheck/README.md). Vidur lives in its own environment,

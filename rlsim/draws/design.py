@@ -56,14 +56,23 @@ def with_profile_unknowns(scenario: Any, profile: bool) -> Any:
         if any(f in scenario.unknowns for f in fields) or any(
                 field_value(scenario, f) != p.value for f in fields):
             continue
-        lo, hi = p.ci95
-        if not lo < hi:
-            continue
-        unknown = (Unknown(dist="lognormal", median=p.value,
-                           sigma=math.log(hi / lo) / 3.92, also=fields[1:]) if lo > 0
-                   else Unknown(low=max(lo, 0.0), high=hi, also=fields[1:]))
-        extra[fields[0]] = unknown
+        unknown = profile_unknown(p, fields[1:])
+        if unknown is not None:
+            extra[fields[0]] = unknown
     return scenario.model_copy(update={"unknowns": {**extra, **scenario.unknowns}})
+
+
+def profile_unknown(p: Any, also: list[str] | None = None) -> Unknown | None:
+    """A profile parameter's 95% interval as an unknown: above 0, a lognormal (median the
+    fitted value, sigma ln(high/low) / 3.92); reaching 0, uniform over it; None when the
+    interval is empty."""
+    lo, hi = p.ci95
+    if not lo < hi:
+        return None
+    if lo > 0:
+        return Unknown(dist="lognormal", median=p.value, sigma=math.log(hi / lo) / 3.92,
+                       also=also or [])
+    return Unknown(low=max(lo, 0.0), high=hi, also=also or [])
 
 
 def _profile(scenario: Any) -> Any:
