@@ -20,7 +20,7 @@ drawn sigma keeps the mean (`workload.response_len.mean`).
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.util
 import json
 import math
 import statistics
@@ -96,10 +96,17 @@ class Figure:
 
 
 def _module(folder: str, name: str) -> Any:
-    path = str(ROOT / "scenarios" / folder)
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    return importlib.import_module(name)
+    """A reproduction's script, loaded from its file under a name of its own: two folders
+    both hold a make_report.py, and a bare import would return whichever came first."""
+    key = f"rlsim_coverage_{folder}_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            key, ROOT / "scenarios" / folder / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module  # before running it: its dataclasses look it up
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
 def _fig1b(model: str) -> Figure:

@@ -7,8 +7,9 @@ intervals, with their discrepancy term, hold the measured step times they never 
 (rlsim/config/frameworks.json, fitted on the calibration side only), draws the profile's
 knobs over their 95% intervals as `rlsim run --draws` does (rlsim.draws.design:
 a lognormal, or uniform where the interval reaches 0) and the model's discrepancy
-(exp(discrepancy_log_sd x z)), simulates the record at each draw, and reports the share of
-the measured step times inside rlsim's 80% interval (10th to 90th percentile), with its
+(exp(predictive_log_sd x z): the out-of-sample discrepancy), simulates the record at each
+draw, and reports the share of the measured step times inside rlsim's 80% interval (10th
+to 90th percentile), with its
 Wilson 95% interval. Target: between 70% and 90% (below: overconfident; above: too wide
 to be useful). Writes reports/coverage-realruns.md and .json.
 """
@@ -84,7 +85,7 @@ def _task(args: tuple[str, Translation, dict[str, float]]) -> float | None:
     row = simulate_row(with_knobs(t, knobs(fw, draw)))
     if row.simulated_step_s is None:
         return None
-    return row.simulated_step_s * math.exp(profiles()[fw].discrepancy_log_sd
+    return row.simulated_step_s * math.exp(profiles()[fw].predictive_log_sd
                                            * draw[DISCREPANCY])
 
 
@@ -138,7 +139,9 @@ def markdown(res: dict[str, Any]) -> str:
         "of the frozen split (validation/real_runs/split.json) whose framework has a profile "
         "(rlsim/config/frameworks.json, fitted on the calibration side only) is simulated at "
         f"{res['draws']} draws of the profile's knobs over their 95% intervals, each step "
-        "time multiplied by exp(discrepancy_log_sd x z), z a drawn standard normal: the "
+        "time multiplied by exp(s x z), z a drawn standard normal and s the profile's "
+        "out-of-sample discrepancy (predictive_log_sd; the in-sample one where a profile "
+        "has none): the "
         "intervals `rlsim run --draws` gives a scenario on that profile. A record is inside "
         "when its measured step lies between the 10th and 90th percentiles.", "",
         f"- **Measured steps inside the 80% interval: {res['inside']} of {res['scored']} = "

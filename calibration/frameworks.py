@@ -126,8 +126,12 @@ class Profile:
     residuals: int
     validation: list[dict[str, Any]] = field(default_factory=list)
 
+    discrepancy_oos: float | None = None  # leave one calibration record out (`loo_errors`)
+    loo: list[dict[str, Any]] = field(default_factory=list)
+
     def as_json(self) -> dict[str, Any]:
         return {"params": self.params, "discrepancy_log_sd": self.discrepancy,
+                "discrepancy_oos_log_sd": self.discrepancy_oos,
                 "calibration_records": self.records, "residuals": self.residuals}
 
 
@@ -171,6 +175,31 @@ def fit_framework(name: str, cases: list[Case]) -> Profile:
                    [c.id for c in cases], m)
 
 
+def _loo_fold(args: tuple[str, list[Case], int]) -> float | None:
+    """Record i's step log-error with the profile fitted on the other records."""
+    name, cases, i = args
+    rest = cases[:i] + cases[i + 1:]
+    row = simulate_row(with_knobs(cases[i].translation,
+                                  knob_values(fit_framework(name, rest))))
+    if row.simulated_step_s is None or not row.measured_step_s:
+        return None
+    return math.log(row.simulated_step_s / row.measured_step_s)
+
+
+def loo_errors(name: str, cases: list[Case], workers: int = 2) -> list[float | None]:
+    """Each calibration record's step log-error out of sample: the profile refitted
+    without it (leave one record out; the validation side is never read). Their root mean
+    square is the profile's out-of-sample discrepancy, what a draw adds to a run on it: the
+    in-sample residual sd understates the error on a job the fit never saw."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    folds = [(name, cases, i) for i in range(len(cases))]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            return list(pool.map(_loo_fold, folds))
+    return [_loo_fold(f) for f in folds]
+
+
 def knob_values(profile: Profile) -> dict[str, float]:
     """The `framework` knobs a scenario takes from `profile` (as rlsim reads it)."""
     params = {k: ProfileParam(k, d["value"], tuple(d["ci95"]), d["unit"])
@@ -189,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=PROFILES_PATH)
     ap.add_argument("--report", type=Path, default=REPORT_PATH)
+    ap.add_argument("--workers", type=int, default=2,
+                    help="Processes for the leave-one-record-out refits.")
     args = ap.parse_args(argv)
     split = load_split()
     records = load_records()
@@ -213,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             continue
         prof = fit_framework(fw, cases)
+        errors = loo_errors(fw, cases, args.workers)
+        prof.loo = [{"id": c.id, "step_log_error": e} for c, e in zip(cases, errors,
+                                                                        strict=True)]
+        known = [e for e in errors if e is not None]
+        prof.discrepancy_oos = (math.sqrt(statistics.fmean(e * e for e in known))
+                                if known else None)
         knobs = knob_values(prof)
         for c in by_side.get((fw, "validate"), []):
             fitted = simulate_row(with_knobs(c.translation, knobs))
@@ -252,6 +289,15 @@ def report(profiles: dict[str, Profile], by_side: dict[tuple[str, str], list[Cas
         lines += ["", f"Model discrepancy (log-space sd per residual): {p.discrepancy:.3f}, "
                       f"from {p.residuals} residuals of {len(p.records)} calibration records: "
                   + ", ".join(f"`{r}`" for r in p.records) + ".", ""]
+        if p.discrepancy_oos is not None:
+            lines += [f"Out of sample (each calibration record's step error with the profile "
+                      f"refitted without it; root mean square): {p.discrepancy_oos:.3f}. "
+                      "This is the model error `rlsim run --draws` adds to a run on the "
+                      "profile.", "", "| left out | step log-error |", "|---|---:|"]
+            lines += [f"| `{d['id']}` | " + ("-" if d["step_log_error"] is None else
+                                              f"{d['step_log_error']:+.3f}") + " |"
+                      for d in p.loo]
+            lines.append("")
         if p.validation:
             un = [abs(v["unfitted_error"]) for v in p.validation if v["unfitted_error"] is not None]
             pr = [abs(v["profile_error"]) for v in p.validation if v["profile_error"] is not None]

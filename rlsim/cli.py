@@ -791,8 +791,10 @@ def list_(what: Annotated[str, typer.Argument(
             params = ", ".join(
                 f"{p.name} {p.value:.3g}{' ' + p.unit if p.unit else ''} "
                 f"[{p.ci95[0]:.3g}, {p.ci95[1]:.3g}]" for p in prof.params.values())
-            typer.echo(f"{prof.name:8s} {params}; discrepancy {prof.discrepancy_log_sd:.3f} "
-                       f"(log sd); {len(prof.calibration_records)} calibration records: "
+            oos = ("" if prof.discrepancy_oos_log_sd is None else
+                   f", {prof.discrepancy_oos_log_sd:.3f} out of sample")
+            typer.echo(f"{prof.name:8s} {params}; discrepancy {prof.discrepancy_log_sd:.3f}"
+                       f"{oos} (log sd); {len(prof.calibration_records)} calibration records: "
                        + ", ".join(prof.calibration_records))
         typer.echo("(95% intervals; fitted on the corpus's calibration split by `python -m "
                    "calibration.frameworks`, reports/framework-profiles.md)")

@@ -37,6 +37,16 @@ class FrameworkProfile:
     discrepancy_log_sd: float
     calibration_records: tuple[str, ...]
     residuals: int
+    # The log-space sd of a calibration record's step error when the profile is fitted
+    # without that record (leave one record out): the error to expect on a job the fit never
+    # saw. None in a profile file written before it existed.
+    discrepancy_oos_log_sd: float | None = None
+
+    @property
+    def predictive_log_sd(self) -> float:
+        """The model error a draw adds to a run on this profile: out of sample if known."""
+        return (self.discrepancy_oos_log_sd if self.discrepancy_oos_log_sd is not None
+                else self.discrepancy_log_sd)
 
     def knobs(self) -> dict[str, float]:
         """The `framework` knob values: the one `speed` of a framework whose records time
@@ -61,6 +71,8 @@ def profiles(path: Path = PROFILES_PATH) -> dict[str, FrameworkProfile]:
         params = {k: ProfileParam(k, float(v["value"]), (float(v["ci95"][0]),
                                                            float(v["ci95"][1])), v["unit"])
                   for k, v in d["params"].items()}
+        oos = d.get("discrepancy_oos_log_sd")
         out[name] = FrameworkProfile(name, params, float(d["discrepancy_log_sd"]),
-                                     tuple(d["calibration_records"]), int(d["residuals"]))
+                                     tuple(d["calibration_records"]), int(d["residuals"]),
+                                     None if oos is None else float(oos))
     return out

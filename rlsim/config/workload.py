@@ -19,8 +19,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveFloat,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -82,6 +84,15 @@ class LognormalLength(_Frozen):
             raise ValueError(f"give the median or the mean, not both (median {given:g} is "
                              f"not mean {mean:g} x exp(-sigma^2/2) = {median:g})")
         return {**data, "median": median}
+
+    @model_serializer(mode="wrap")
+    def _without_unset_mean(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A length given by its median dumps as before (no `mean: null` in resolved
+        # scenarios and fitted files).
+        out = handler(self)
+        if isinstance(out, dict) and out.get("mean") is None:
+            out.pop("mean", None)
+        return out
 
     @classmethod
     def from_mean_std(cls, mean: float, std: float) -> LognormalLength:

@@ -10,8 +10,9 @@ assignments a run takes.
 Model-error dimensions (`error.*`) are standard normal numbers z, not fields: the summary
 (rlsim.draws.summary) turns them into multipliers exp(sigma z) on each run's time metrics,
 sigma taken from the run's own scenario (`model_sigmas`):
-- `error.discrepancy`: what a framework profile's fit could not explain
-  (`discrepancy_log_sd`, the log-space sd of its residuals), for runs on a profile. One
+- `error.discrepancy`: what a framework profile's fit could not explain, for runs on a
+  profile: `predictive_log_sd`, the log-space sd of a calibration record's step error
+  with the profile fitted without it (else the in-sample residuals' sd). One
   dimension for every run of a set: the same framework's error moves its variants together.
 - `error.regime.J`: a fitted scenario (`framework.fitted_on`) run outside its regime, for
   plan J. Sigma ln(1 + 10% x changes) / 1.96, so the factor's own 95% interval is the
@@ -88,8 +89,8 @@ def model_sigmas(scenario: Any, plan: int, profile: bool) -> dict[str, float]:
 
     out: dict[str, float] = {}
     prof = _profile(scenario) if profile else None
-    if prof is not None and prof.discrepancy_log_sd > 0:
-        out[DISCREPANCY] = prof.discrepancy_log_sd
+    if prof is not None and prof.predictive_log_sd > 0:
+        out[DISCREPANCY] = prof.predictive_log_sd
     on = scenario.framework.fitted_on
     if on is not None:
         changes = len(regime_changes(on, scenario))

@@ -83,7 +83,7 @@ def _fixed_verl(**extra: Any) -> dict[str, Any]:
 def test_the_profiles_discrepancy_multiplies_the_time_in_closed_form(tmp_path):
     from rlsim.config.frameworks import profiles
 
-    sigma = profiles()["verl"].discrepancy_log_sd
+    sigma = profiles()["verl"].predictive_log_sd
     path = write(tmp_path, _fixed_verl())
     spec, ctx = build_draw_spec([(path, [], "verl")], 8)
     assert list(spec.unknowns) == ["error.discrepancy"]
