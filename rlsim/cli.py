@@ -20,15 +20,14 @@ from typer.exceptions import TyperException
 
 from rlsim.cli_advise import ADVISE_HELP
 from rlsim.cli_advise import advise as _advise_command
-from rlsim.cli_common import compare_folder, fail, is_fleet_file, shared_plotly
-from rlsim.cli_draws import (
-    AddressOpt,
-    ExecutorOpt,
-    JobsOpt,
+from rlsim.cli_common import (
     NoProfileUncertaintyOpt,
-    ResumeOpt,
-    draws_command,
+    compare_folder,
+    fail,
+    is_fleet_file,
+    shared_plotly,
 )
+from rlsim.cli_draws import AddressOpt, ExecutorOpt, JobsOpt, ResumeOpt, draws_command
 from rlsim.cli_fleet import compare_fleets, fleet_report, run_and_show
 from rlsim.cli_plugins import add_plugins
 from rlsim.config.errors import ScenarioError

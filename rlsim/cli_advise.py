@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from rlsim.cli_common import NoProfileUncertaintyOpt
+
 ADVISE_HELP = """Search the policies and their settings for the best way to run a job.
 
 Varies the policy, its placement and rollout/train GPU split, the rollout TP and max
@@ -68,9 +70,7 @@ def advise(
     robust: Annotated[str, typer.Option(
         "--robust", help="With --draws: p10 (the objective in the worst 10% of draws) or "
         "p_best (the share of draws a finalist is best in).")] = "p10",
-    no_profile_uncertainty: Annotated[bool, typer.Option(
-        "--no-profile-uncertainty", help="With --draws: leave the framework profile's "
-        "knobs at their values and its discrepancy out.")] = False,
+    no_profile_uncertainty: NoProfileUncertaintyOpt = False,
 ) -> None:
     from rlsim.advise.run import AdviseOptions
     from rlsim.advise.run import advise as run_advise

@@ -11,11 +11,17 @@ cli_byo.py and cli_advise.py use them, so each convention is written once.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
 from rlsim.config.errors import ScenarioError
+
+NoProfileUncertaintyOpt = Annotated[bool, typer.Option(
+    "--no-profile-uncertainty", help="With --draws: leave the framework profile's calibrated "
+    "knobs at their values and its discrepancy out (by default each knob is an unknown over "
+    "its 95% interval, and the fit's discrepancy a model error).")]
+"""The option run, compare, sweep and advise take with --draws (rlsim.draws)."""
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -30,10 +30,6 @@ AddressOpt = Annotated[str | None, typer.Option(
 ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="Continue the sweep (or the draws) in --out: run only what is "
     "unfinished.")]
-NoProfileUncertaintyOpt = Annotated[bool, typer.Option(
-    "--no-profile-uncertainty", help="With --draws: leave the framework profile's calibrated "
-    "knobs at their values and its discrepancy out (by default each knob is an unknown over "
-    "its 95% interval, and the fit's discrepancy a model error).")]
 SHOWN_FAILURES = 5
 
 
