@@ -643,7 +643,7 @@ def sweep(
         draws_command("sweep", [(scenario, _overrides(set_), scenario.stem)], draws, out=out,
                       resume=resume, executor=executor, jobs=jobs, address=address,
                       as_json=as_json, profile=not no_profile_uncertainty, grids=grid or [],
-                      allow_large=allow_large)
+                      allow_large=allow_large, max_points=max_points)
         return
     if no_profile_uncertainty:
         fail("--no-profile-uncertainty: only with --draws N")

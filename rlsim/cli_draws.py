@@ -37,7 +37,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
                   out: Path | None, resume: bool, executor: str, jobs: int | None,
                   address: str | None, as_json: bool, sensitivity: bool = False,
                   profile: bool = True, grids: list[str] | None = None,
-                  allow_large: bool = False) -> None:
+                  allow_large: bool = False, max_points: int = 0) -> None:
     """Run `rlsim <kind> --draws n` (kind: run, compare or sweep) and print its answer."""
     from rlsim.config.contracts import stamped
     from rlsim.draws import (
@@ -56,7 +56,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
         fail("--resume: give the --out folder of the draws to continue")
     check_executor(executor, jobs, address)
     spec, ctx = build_draw_spec(plans, n, grids=grids, sensitivity=sensitivity,
-                                profile=profile)
+                                profile=profile, max_runs=max_points)
     outcome = run_draws(spec, ctx, out, executor=executor, jobs=jobs, address=address,
                         resume=resume, progress=ProgressBar(label="draws", unit="runs"),
                         allow_large=allow_large)
@@ -95,6 +95,11 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
              + (f" ({more} more not shown)" if more > 0 else " (listed above)")
              + "; the intervals use the others. Narrow the unknowns that make a run "
              "invalid", code=1)
+
+
+def share(x: float | None) -> str:
+    """A probability of being best as a percentage ("-": no draw that every one ran)."""
+    return "-" if x is None else f"{x:.0%}"
 
 
 def _q(q: dict[str, float] | None, fmt: str = ".4g") -> str:
@@ -156,7 +161,7 @@ def compare_lines(doc: dict[str, Any]) -> list[str]:
         rows.append([f"  vs first ({label})", "1",
                      *(_q(doc["ratios"][lab][key], ".3g") for lab in labels[1:])])
     for key, label in METRICS:
-        rows.append([f"P(best: {label})", *(f"{doc['p_best'][key][lab]:.0%}"
+        rows.append([f"P(best: {label})", *(share(doc['p_best'][key][lab])
                                             for lab in labels)])
     return [_heading(doc, ", the same values for every variant: median [80% interval]"),
             aligned(rows), *sensitivity_lines(doc)]
@@ -170,8 +175,8 @@ def sweep_lines(doc: dict[str, Any]) -> list[str]:
     for cell in doc["settings"]:
         name = ", ".join(cell["set"]) or cell["plan"]
         rows.append([name, _q(cell["metrics"]["throughput.samples_per_s"]),
-                     f"{cell['p_best']['throughput.samples_per_s']:.0%}",
+                     share(cell['p_best']['throughput.samples_per_s']),
                      _q(cell["metrics"]["step_time_s.mean"]),
-                     f"{cell['p_best']['step_time_s.mean']:.0%}"])
+                     share(cell['p_best']['step_time_s.mean'])])
     return [_heading(doc, ", the same values at every setting: median [80% interval]"),
             aligned(rows)]

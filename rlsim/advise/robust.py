@@ -12,7 +12,8 @@ objective instead of their mean:
 When the best finalist is not the same in every draw, `depends` says on which unknown and
 where: for each drawn field, the single threshold on its value that best splits the draws
 into "A is best below it, B above" (a decision stump), reported when it explains at least
-`STUMP_AGREEMENT` of the draws; otherwise the winner depends on the unknowns jointly.
+`STUMP_AGREEMENT` of the draws and at least half of those the usual winner does not win;
+otherwise the winner depends on the unknowns jointly.
 """
 
 from __future__ import annotations
@@ -41,12 +42,19 @@ def check_rule(rule: str) -> None:
         raise ScenarioError("--robust", f"choose p10 or p_best, got {rule!r}")
 
 
-def check_drawable(scenario: Any, profile: bool, searched: set[str]) -> None:
-    """Before the search: the scenario has something to draw, and no unknown is a field
-    the search sets (`searched`: the keys its points assign; a drawn value would override
-    the point's)."""
+def check_drawable(scenario: Any, profile: bool, searched: set[str], draws: int,
+                   configs: int) -> None:
+    """Before the search: the scenario has something to draw, no unknown is a field the
+    search sets (`searched`: the keys its points assign; a drawn value would override the
+    point's), and the `configs` (finalists and the scenario as given) at `draws` draws are
+    within the draws' run limit."""
     from rlsim.draws.design import design_unknowns
+    from rlsim.draws.spec import MAX_RUNS
 
+    if draws * configs > MAX_RUNS:
+        raise ScenarioError("--draws", f"{draws} draws x {configs} configurations = "
+                            f"{draws * configs:,} runs, over the limit of {MAX_RUNS:,}; "
+                            "give fewer draws")
     if not design_unknowns([scenario], profile):
         raise ScenarioError("--draws", "the scenario declares no unknowns: add an "
                             "`unknowns:` section (docs/uncertainty.md)")
@@ -129,7 +137,9 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     rows: list[dict[str, Any]] = []
     score: dict[str, float] = {}
     for p, label in enumerate(labels):
-        x = value[p][np.isfinite(value[p])]
+        # the draws every candidate ran: one that fails where the others do not is not
+        # ranked on its easy draws alone
+        x = value[p][ok & np.isfinite(value[p])]
         q = ({"p10": float(np.quantile(x, 0.10)), "median": float(np.median(x)),
               "p90": float(np.quantile(x, 0.90)), "worst10": float(np.quantile(x, worst))}
              if x.size else None)
@@ -154,10 +164,15 @@ def depends(drawn: dict[str, np.ndarray], winners: list[str]) -> dict[str, Any]:
     if len(set(winners)) <= 1:
         return {"kind": "robust", "winner": winners[0] if winners else None}
     found = [(k, s) for k, v in drawn.items() if (s := stump(v, winners)) is not None]
+    majority = Counter(winners).most_common(1)[0][1]
     if found:
         key, (t, below, above, explained) = max(found, key=lambda ks: (ks[1][3], ks[0]))
         share = explained / len(winners)
-        if share >= STUMP_AGREEMENT:
+        # Against the baseline "the usual winner always": a threshold must explain at
+        # least half of the draws that baseline gets wrong, or any field would "explain"
+        # a verdict that is 80% one-sided already.
+        if share >= STUMP_AGREEMENT and len(winners) - explained <= (len(winners)
+                                                                     - majority) / 2:
             return {"kind": "threshold", "unknown": key, "threshold": t, "below": below,
                     "above": above, "explained": share,
                     "text": f"{above} is best if {key} is above about {_about(t)}, {below} "

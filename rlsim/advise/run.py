@@ -235,7 +235,8 @@ def advise(opts: AdviseOptions, resume: bool = False,
                             f"no point of the space can run this job: {reasons}")
     if opts.draws is not None:
         check_drawable(scenario, opts.profile,
-                       {a.split("=", 1)[0] for c in valid for a in space.overrides(c)})
+                       {a.split("=", 1)[0] for c in valid for a in space.overrides(c)},
+                       opts.draws, FINALISTS + len(objs))
     out = Path(opts.out)
     _check_out(out, resume, opts.asked())
     out.mkdir(parents=True, exist_ok=True)

@@ -87,11 +87,12 @@ class LognormalLength(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_unset_mean(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A length given by its median dumps as before (no `mean: null` in resolved
-        # scenarios and fitted files).
+        # A length dumps as it was given: by its median (no `mean: null` in resolved
+        # scenarios and fitted files), or by its mean alone, so that a resolved scenario
+        # takes another sigma and keeps the mean.
         out = handler(self)
-        if isinstance(out, dict) and out.get("mean") is None:
-            out.pop("mean", None)
+        if isinstance(out, dict):
+            out.pop("mean" if out.get("mean") is None else "median", None)
         return out
 
     @classmethod

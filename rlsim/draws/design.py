@@ -23,6 +23,7 @@ sigma taken from the run's own scenario (`model_sigmas`):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from rlsim.config.errors import ScenarioError
@@ -83,34 +84,100 @@ def _profile(scenario: Any) -> Any:
     return profiles().get(str(fw.name)) if fw.name and fw.profile else None
 
 
-def model_sigmas(scenario: Any, plan: int, profile: bool) -> dict[str, float]:
-    """The log-space sd of each model-error dimension for one run's scenario (0: none)."""
+def model_sigmas(scenario: Any, profile: bool) -> dict[str, float]:
+    """The log-space sd of one run's model errors: "discrepancy" (its profile's) and
+    "regime" (a fitted scenario outside its regime); absent: none."""
     from rlsim.config.regime import REGIME_CHANGE_REL, regime_changes
 
     out: dict[str, float] = {}
     prof = _profile(scenario) if profile else None
     if prof is not None and prof.predictive_log_sd > 0:
-        out[DISCREPANCY] = prof.predictive_log_sd
+        out["discrepancy"] = prof.predictive_log_sd
     on = scenario.framework.fitted_on
     if on is not None:
         changes = len(regime_changes(on, scenario))
         if changes:
-            out[regime_key(plan)] = math.log(1 + REGIME_CHANGE_REL * changes) / 1.96
+            out["regime"] = math.log(1 + REGIME_CHANGE_REL * changes) / 1.96
     return out
 
 
-def design_unknowns(scenarios: list[Any], profile: bool) -> dict[str, Unknown]:
-    """Every dimension drawn for these plans' scenarios (the first one's unknowns and
-    profile knobs, then the model-error dimensions any of them needs), sorted by key."""
-    first = with_profile_unknowns(scenarios[0], profile)
-    dims: dict[str, Unknown] = dict(first.unknowns)
-    for plan, scenario in enumerate(scenarios):
-        for key in model_sigmas(scenario, plan, profile):
-            dims[key] = STANDARD_NORMAL
+@dataclass(frozen=True)
+class Dimension:
+    """One drawn dimension: its name in the draws, its distribution, the fields it sets
+    (none for a model error) and the plans (variants) it applies to."""
+
+    key: str
+    unknown: Unknown
+    fields: tuple[str, ...]
+    plans: frozenset[int]
+
+
+def touches(field: str, overrides: list[str]) -> bool:
+    """Whether an override sets `field`, or a section holding it, or a field inside it."""
+    for o in overrides:
+        key = o.split("=", 1)[0].strip()
+        if field == key or field.startswith(key + ".") or key.startswith(field + "."):
+            return True
+    return False
+
+
+def design_dimensions(scenarios: list[Any], variant_overrides: list[list[str]],
+                      profile: bool) -> list[Dimension]:
+    """Every dimension drawn for these plans, sorted by key:
+    - the first scenario's `unknowns:`, for each plan whose own overrides
+      (`variant_overrides`: those not shared by every plan) leave its fields alone: a
+      variant that sets a field keeps its value;
+    - each plan's framework profile knobs (`with_profile_unknowns` of its own scenario),
+      one dimension per profile and knob, keyed `field` when every plan drawing knobs is on
+      one profile, else `field@profile`;
+    - `error.discrepancy` per profile (`@profile` as above): one z for the plans on one
+      profile, independent across profiles;
+    - `error.regime.J` for each plan J whose scenario was fitted (`framework.fitted_on`)."""
+    dims: dict[str, Dimension] = {}
+    first = scenarios[0]
+    everyone = frozenset(range(len(scenarios)))
+    for key, u in first.unknowns.items():
+        fields = (key, *u.also)
+        plans = frozenset(p for p in everyone
+                          if not any(touches(f, variant_overrides[p]) for f in fields))
+        dims[key] = Dimension(key, u, fields, plans)
+    knobs: dict[tuple[str, str], tuple[Unknown, set[int]]] = {}
+    on_profile: dict[str, set[int]] = {}
+    for p, scenario in enumerate(scenarios):
+        prof = _profile(scenario) if profile else None
+        if prof is None:
+            continue
+        on_profile.setdefault(prof.name, set()).add(p)
+        own = with_profile_unknowns(scenario.model_copy(update={"unknowns": {
+            k: u for k, u in scenario.unknowns.items() if p in dims.get(k, _NONE).plans}}),
+            True)
+        for field, u in own.unknowns.items():
+            if field in dims and p in dims[field].plans:
+                continue  # the scenario's own unknown, already drawn
+            knobs.setdefault((prof.name, field), (u, set()))[1].add(p)
+    many = len(on_profile) > 1
+    for (name, field), (u, users) in knobs.items():
+        key = f"{field}@{name}" if many or field in dims else field
+        dims[key] = Dimension(key, u, (field, *u.also), frozenset(users))
+    for name, users in on_profile.items():
+        if any(model_sigmas(scenarios[p], True).get("discrepancy") for p in users):
+            key = f"{DISCREPANCY}@{name}" if many else DISCREPANCY
+            dims[key] = Dimension(key, STANDARD_NORMAL, (), frozenset(users))
+    for p, scenario in enumerate(scenarios):
         if scenario.framework.fitted_on is not None:
             # a grid may move it out of its regime even where the plan itself is in it
-            dims[regime_key(plan)] = STANDARD_NORMAL
-    return dict(sorted(dims.items()))
+            dims[regime_key(p)] = Dimension(regime_key(p), STANDARD_NORMAL, (),
+                                            frozenset({p}))
+    return [dims[k] for k in sorted(dims)]
+
+
+_NONE = Dimension("", STANDARD_NORMAL, (), frozenset())
+
+
+def design_unknowns(scenarios: list[Any], profile: bool) -> dict[str, Unknown]:
+    """The drawn dimensions' distributions by key (`design_dimensions`, no variants)."""
+    return {d.key: d.unknown for d in design_dimensions(
+        scenarios, [[] for _ in scenarios], profile)}
 
 
 def draw_values(unknowns: dict[str, Unknown], seed: int, n: int) -> list[dict[str, float]]:
@@ -137,7 +204,8 @@ def sensitivity_design(unknowns: dict[str, Unknown], seed: int,
     keys = list(unknowns)
     if len(keys) < 2:
         raise ScenarioError("--sensitivity", "needs at least two unknowns to compare")
-    base = n // (len(keys) + 2)
+    # a power of two: the scrambled Sobol' sequence is balanced only at those sizes
+    base = 2 ** int(math.log2(n // (len(keys) + 2))) if n >= len(keys) + 2 else 0
     if base < 2:
         raise ScenarioError("--draws", f"{n} draws are too few for the sensitivity of "
                             f"{len(keys)} unknowns: give at least {2 * (len(keys) + 2)}")
@@ -153,20 +221,16 @@ def _need_unknowns(unknowns: dict[str, Unknown]) -> None:
                             "`unknowns:` section (docs/uncertainty.md)")
 
 
-def round_integers(scenario: Any, draw: dict[str, float]) -> dict[str, float]:
-    """`draw` with each integer field's value rounded (what the run sets and records)."""
-    return {k: float(round(v)) if not k.startswith(ERROR)
-            and isinstance(field_value(scenario, k), int) else v for k, v in draw.items()}
-
-
-def draw_sets(scenario: Any, unknowns: dict[str, Unknown], draw: dict[str, float]) -> list[str]:
-    """A draw as --set assignments: each unknown field and the fields drawn with it
-    (`Unknown.also`); model-error dimensions set no field."""
+def draw_sets(scenario: Any, dims: list[Dimension], draw: dict[str, float],
+              plan: int) -> list[str]:
+    """A draw as the --set assignments of one plan: the fields of each dimension that
+    applies to it (an integer field's value rounded); model errors set no field."""
     out = []
-    for key, value in draw.items():
-        if key.startswith(ERROR):
+    for d in dims:
+        if plan not in d.plans or not d.fields:
             continue
-        text = (str(int(value)) if isinstance(field_value(scenario, key), int)
+        value = draw[d.key]
+        text = (str(int(value)) if isinstance(field_value(scenario, d.fields[0]), int)
                 else repr(value))
-        out += [f"{k}={text}" for k in (key, *unknowns[key].also)]
+        out += [f"{f}={text}" for f in d.fields]
     return out

@@ -30,12 +30,12 @@ from rlsim.config.errors import ScenarioError
 from rlsim.config.loading import load_scenario
 from rlsim.config.unknowns import Unknown, field_value
 from rlsim.draws.design import (
-    ERROR,
-    design_unknowns,
+    Dimension,
+    design_dimensions,
     draw_sets,
     draw_values,
-    round_integers,
     sensitivity_design,
+    touches,
 )
 from rlsim.sweep.spec import (
     ERROR_COLUMN,
@@ -72,21 +72,26 @@ class DrawSpec:
 
     plans: tuple[Plan, ...]
     grid: tuple[Axis, ...]
-    unknowns: dict[str, Unknown]          # every drawn dimension, sorted by key
-    integer: frozenset[str]               # unknown fields that take whole numbers
+    dims: tuple[Dimension, ...]           # every drawn dimension, sorted by key
+    integer: frozenset[str]               # dimensions whose fields take whole numbers
     design: str                           # "lhs" or "saltelli"
     base: int                             # the Saltelli design's base rows (0: lhs)
     values: tuple[dict[str, float], ...]  # per draw: key -> value
     profile: bool                         # the framework profile's intervals are drawn
-    sets: tuple[tuple[str, ...], ...]     # per draw: its --set assignments
+    sets: tuple[tuple[tuple[str, ...], ...], ...]  # per draw, per plan: its --set list
 
     random = 0  # PointSpec: every point is a setting of its own
     reps = 1
 
     @property
+    def unknowns(self) -> dict[str, Unknown]:
+        """Every drawn dimension's distribution, by key (sorted)."""
+        return {d.key: d.unknown for d in self.dims}
+
+    @property
     def fields(self) -> tuple[str, ...]:
-        """The unknowns that are scenario fields (columns), not model-error dimensions."""
-        return tuple(k for k in self.unknowns if not k.startswith(ERROR))
+        """The dimensions that set scenario fields (columns), not model errors."""
+        return tuple(d.key for d in self.dims if d.fields)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -114,8 +119,9 @@ class DrawSpec:
             "plans": [{"label": p.label, "scenario": str(p.scenario), "sha256": p.sha256,
                        "overrides": list(p.overrides), "seed": p.seed} for p in self.plans],
             "grid": {a.key: list(a.raw) for a in self.grid},
-            "unknowns": {k: u.model_dump(exclude_defaults=True)
-                         for k, u in self.unknowns.items()},
+            "unknowns": {d.key: {**d.unknown.model_dump(exclude_defaults=True),
+                                 "fields": list(d.fields), "plans": sorted(d.plans)}
+                         for d in self.dims},
             "design": self.design, "base": self.base, "profile": self.profile,
             "draws": len(self.values),
             "values": [list(v.values()) for v in self.values],
@@ -139,9 +145,10 @@ class DrawSpec:
             values.append(axis.values[i])
             assigns.append(f"{axis.key}={axis.raw[i]}")
         drawn = self.values[draw]
-        values += [int(drawn[k]) if k in self.integer else drawn[k] for k in self.fields]
+        values += [None if plan not in d.plans else int(drawn[d.key])
+                   if d.key in self.integer else drawn[d.key] for d in self.dims if d.fields]
         return Point(pid, 0, p.seed, tuple(values),
-                     (*p.overrides, *assigns, "unknowns={}", *self.sets[draw]), plan)
+                     (*p.overrides, *assigns, "unknowns={}", *self.sets[draw][plan]), plan)
 
     def points(self) -> list[Point]:
         return [self.point(pid) for pid in range(self.n_points)]
@@ -149,41 +156,52 @@ class DrawSpec:
 
 def build_draw_spec(plans: list[tuple[Path, list[str], str]], n: int, *,
                     grids: list[str] | None = None, sensitivity: bool = False,
-                    profile: bool = True) -> tuple[DrawSpec, PointContext]:
+                    profile: bool = True, max_runs: int = 0) -> tuple[DrawSpec, PointContext]:
     """Check the options and read each plan's scenario once; the first plan's unknowns
     (and its profile's) are drawn for all. Bad input raises ScenarioError naming it."""
     if n < 1:
         raise ScenarioError("--draws", f"must be >= 1, got {n}")
     axes = [make_axis(*parse_grid(g)) for g in grids or []]
     loaded = [load_scenario(path, list(overrides))[0] for path, overrides, _ in plans]
-    unknowns = design_unknowns(loaded, profile)
+    shared = set.intersection(*(set(o) for _, o, _ in plans))
+    dims = design_dimensions(loaded, [[o for o in overrides if o not in shared]
+                                      for _, overrides, _ in plans], profile)
     for axis in axes:
-        if axis.key in unknowns or axis.key in DRAW_COLUMNS:
+        if axis.key in DRAW_COLUMNS or any(touches(f, [f"{axis.key}="])
+                                          for d in dims for f in d.fields):
             raise ScenarioError("--grid", f"{axis.key!r} is drawn (an unknown) or names a "
                                 "draw's column; sweep another field, or drop its unknown")
+    unknowns = {d.key: d.unknown for d in dims}
     seed = loaded[0].seed
     if sensitivity:
         base, raw = sensitivity_design(unknowns, seed, n)
     else:
         base, raw = 0, draw_values(unknowns, seed, n)
-    first = loaded[0]
-    values = tuple(round_integers(first, v) for v in raw)
-    integer = frozenset(k for k in unknowns if not k.startswith(ERROR)
-                        and isinstance(field_value(first, k), int))
+
+    def scenario_of(d: Dimension) -> Any:
+        return loaded[min(d.plans)] if d.plans else loaded[0]
+
+    integer = frozenset(d.key for d in dims if d.fields
+                        and isinstance(field_value(scenario_of(d), d.fields[0]), int))
+    values = tuple({k: float(round(v)) if k in integer else v for k, v in draw.items()}
+                   for draw in raw)
     sources = [read_base(path, tuple(overrides)) for path, overrides, _ in plans]
     spec = DrawSpec(
         plans=tuple(Plan(label, path.resolve(), hashlib.sha256(path.read_bytes()).hexdigest(),
                          tuple(overrides), seed_)
                     for (path, overrides, label), (_, _, seed_) in zip(plans, sources,
                                                                        strict=True)),
-        grid=tuple(axes), unknowns=unknowns, integer=integer,
+        grid=tuple(axes), dims=tuple(dims), integer=integer,
         design="saltelli" if sensitivity else "lhs", base=base, values=values,
-        profile=profile, sets=tuple(tuple(draw_sets(first, unknowns, v)) for v in values))
-    runs = spec.n_points
-    if runs > MAX_RUNS:
+        profile=profile,
+        sets=tuple(tuple(tuple(draw_sets(loaded[p], dims, v, p)) for p in range(len(plans)))
+                   for v in values))
+    runs, limit = spec.n_points, max_runs or MAX_RUNS
+    if runs > limit:
         raise ScenarioError("--draws", f"{n} draws x {len(plans)} variants x "
                             f"{spec.settings} settings = {runs:,} runs, over the limit of "
-                            f"{MAX_RUNS:,}; give fewer draws")
+                            f"{limit:,}; give fewer draws" + (
+                                f" (or pass --max-points {runs})" if max_runs else ""))
     ctx = PointContext(sources[0][0], sources[0][1], str(plans[0][0]), spec.keys,
                        tuple((data, base_dir, str(path)) for (data, base_dir, _), (path, _, _)
                              in zip(sources[1:], plans[1:], strict=True)))

@@ -10,7 +10,6 @@ Quantiles are empirical (numpy's linear interpolation) over the draws.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from rlsim.config.errors import ScenarioError
-from rlsim.draws.design import model_sigmas
+from rlsim.draws.design import DISCREPANCY, model_sigmas
 from rlsim.draws.spec import DrawSpec, settings_of
 from rlsim.sweep.spec import ERROR_COLUMN, PointContext
 from rlsim.sweep.worker import validate
@@ -87,21 +86,32 @@ def collect(spec: DrawSpec, ctx: PointContext, table: pa.Table,
 
 
 def _factors(spec: DrawSpec, ctx: PointContext) -> np.ndarray:
-    """Each run's model-error multiplier exp(sum sigma_k z_k) (1 without model error)."""
+    """Each run's model-error multiplier exp(sum sigma_k z_k) over the model-error
+    dimensions that apply to its plan (1 without model error). The sigmas are read off the
+    scenario of the setting and plan (its first draw that validates: they do not depend on
+    the drawn values, which set no framework, policy or GPUs)."""
     out = np.ones((spec.settings, len(spec.plans), len(spec.values)))
-    errors = [k for k in spec.unknowns if k not in spec.fields]
+    errors = [d for d in spec.dims if not d.fields]
     if not errors:
         return out
-    z = np.asarray([[v[k] for k in errors] for v in spec.values])
+    z = np.asarray([[v[d.key] for d in errors] for v in spec.values])
     for s in range(spec.settings):
         for p in range(len(spec.plans)):
-            pid = (s * len(spec.values)) * len(spec.plans) + p  # draw 0 of (s, p)
-            try:
-                scenario = validate(ctx, spec.point(pid)).scenario
-            except ScenarioError:  # an invalid setting has no runs to scale
-                continue
-            sigmas = model_sigmas(scenario, p, spec.profile)
-            sigma = np.asarray([sigmas.get(k, 0.0) for k in errors])
+            scenario = None
+            for d in range(len(spec.values)):
+                try:
+                    pid = (s * len(spec.values) + d) * len(spec.plans) + p
+                    scenario = validate(ctx, spec.point(pid)).scenario
+                    break
+                except ScenarioError:
+                    continue
+            if scenario is None:
+                continue  # no valid run to scale
+            sigmas = model_sigmas(scenario, spec.profile)
+            sigma = np.asarray([
+                0.0 if p not in d.plans else sigmas.get(
+                    "discrepancy" if d.key.startswith(DISCREPANCY) else "regime", 0.0)
+                for d in errors])
             out[s, p] = np.exp(z @ sigma)
     return out
 
@@ -133,10 +143,11 @@ def interval_doc(c: Collected, setting: int = 0, plan: int = 0) -> dict[str, Any
     return doc
 
 
-def p_best(c: Collected, cells: list[tuple[int, int]], mask: np.ndarray) -> dict[str, list[float]]:
+def p_best(c: Collected, cells: list[tuple[int, int]],
+           mask: np.ndarray) -> dict[str, list[float | None]]:
     """Per metric, the share of the `mask`ed draws in which each (setting, plan) cell is
     best (ties shared)."""
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[float | None]] = {}
     n = int(mask.sum())
     for i, (key, _) in enumerate(METRICS):
         x = np.stack([c.metrics[s, p, :, i] for s, p in cells])[:, mask]  # cells x draws
@@ -146,7 +157,7 @@ def p_best(c: Collected, cells: list[tuple[int, int]], mask: np.ndarray) -> dict
             best = col.min() if BETTER[key] == "min" else col.max()
             tied = np.isclose(col, best, rtol=1e-9, atol=0.0)
             wins += tied / tied.sum()
-        out[key] = [float(w / n) if n else math.nan for w in wins]
+        out[key] = [float(w / n) if n else None for w in wins]  # None: no draw ran all
     return out
 
 

@@ -162,7 +162,8 @@ def render_draws(folder: Path) -> str:
         shares = ([{k: doc["p_best"][k][label] for k in LABELS} for label, _ in rows]
                   if "p_best" in doc else [c["p_best"] for c in doc["settings"]])
         page.raw(table(["", *map(esc, LABELS.values())],
-                       [[esc(label), *(f"{s[k]:.0%}" for k in LABELS)]
+                       [[esc(label), *("-" if s[k] is None else f"{s[k]:.0%}"
+                                       for k in LABELS)]
                         for (label, _), s in zip(rows, shares, strict=True)]))
     if "sensitivity" in doc:
         page.section("sensitivity", "Which unknown matters",

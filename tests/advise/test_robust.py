@@ -89,3 +89,18 @@ def test_a_search_that_improved_late_says_the_budget_may_change_the_answer() -> 
     assert late and "last improved at trial 4 of 4" in late[0] and "--trials 8" in late[0]
     assert _budget_caveat(trials([4, 1, 2, 3]), obj, valid=100) == []  # found early
     assert _budget_caveat(trials([1, 2, 3, 4]), obj, valid=4) == []    # every point ran
+
+
+def test_a_threshold_must_beat_the_usual_winner() -> None:
+    values = np.arange(32.0)
+    winners = ["a"] * 32
+    for i in (0, 1, 10, 15, 20, 25):  # b wins 6 of 32, scattered
+        winners[i] = "b"
+    # "b below 1.5" explains 28 of 32 (87%), but "a always" already explains 26: the
+    # threshold must remove at least half of the usual winner's 6 misses
+    assert stump(values, winners) == (1.5, "b", "a", 28)
+    assert depends({"x": values}, winners)["kind"] == "joint"
+    for i in (10, 15, 20, 25):
+        winners[i] = "a"
+    winners[2] = winners[3] = "b"  # b wins exactly below 3.5
+    assert depends({"x": values}, winners)["kind"] == "threshold"

@@ -204,3 +204,41 @@ def test_a_comparisons_ratios_get_indices_and_a_twins_ratio_has_none(tmp_path, m
     twin = sens["ratios"]["b"]["throughput.samples_per_s"]
     assert all(t["total"] == 0 and t["first"] == 0 for t in twin)  # b / a is 1 in every run
     assert {t["unknown"] for t in sens["ratios"]["2"]["throughput.tokens_per_s"]} == set(UNKNOWNS)
+
+
+def test_a_variant_that_sets_a_drawn_field_keeps_its_value(tmp_path):
+    path = write(tmp_path, tiny(steps=1, unknowns={
+        "reward.latency.median": {"low": 0.001, "high": 0.05}}))
+    plans = [(path, [], "drawn"), (path, ["reward.latency.median=0.2"], "fixed")]
+    spec, ctx = build_draw_spec(plans, 4)
+    assert spec.dims[0].plans == frozenset({0})
+    for point in spec.points():
+        drawn = [o for o in point.overrides if o.startswith("reward.latency.median=")]
+        assert drawn == (["reward.latency.median=0.2"] if point.plan else drawn[:1])
+    c = run_draws(spec, ctx, jobs=1).collected
+    steps = c.metrics[0, 1, :, 0]
+    assert np.ptp(steps) == 0  # the fixed variant is the same run at every draw
+    assert np.ptp(c.metrics[0, 0, :, 0]) > 0
+
+
+def test_two_frameworks_draw_their_own_profiles_and_errors(tmp_path):
+    from rlsim.config.frameworks import profiles
+
+    path = write(tmp_path, tiny(steps=1))
+    plans = [(path, ["framework.name=verl"], "verl"),
+             (path, ["framework.name=nemo-rl"], "nemo-rl")]
+    spec, _ = build_draw_spec(plans, 4)
+    by_key = {d.key: d for d in spec.dims}
+    assert by_key["error.discrepancy@verl"].plans == frozenset({0})
+    assert by_key["error.discrepancy@nemo-rl"].plans == frozenset({1})
+    assert by_key["framework.train_speed@nemo-rl"].fields == ("framework.train_speed",
+                                                               "framework.rollout_speed")
+    nemo = profiles()["nemo-rl"].params["speed"]
+    for point in spec.points():
+        if point.plan == 1:
+            speeds = [float(o.split("=")[1]) for o in point.overrides
+                      if o.startswith("framework.train_speed=")]
+            # nemo-rl's own speed interval (a lognormal over its 95% interval)
+            assert len(speeds) == 1 and nemo.ci95[0] / 2 < speeds[0] < nemo.ci95[1] * 2
+            assert not any(o.startswith("framework.step_overhead=") and "verl" in o
+                           for o in point.overrides)
