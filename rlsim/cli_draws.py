@@ -6,7 +6,8 @@ themselves are rlsim.draws; they run on the sweep runner, so `--out DIR` journal
 finished run (DIR is a sweep folder of kind "draws", plus DIR/draws.json, the answer)
 and `--resume` continues an interrupted set. Exit codes: 0; 1 when some runs gave no
 metrics (listed; the answer uses the others); 2 bad input; 130 interrupted (partial, kept
-in --out).
+in --out). Imported by rlsim.cli on every command, so it imports the draws and the report
+modules only when --draws is given (start-up time).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Annotated, Any
 import typer
 
 from rlsim.cli_common import fail
-from rlsim.report.draws_report import DRAWS_FILE, write_draws_report
 
 ExecutorOpt = Annotated[str, typer.Option(
     "--executor", help="local (process pool) or ray.")]
@@ -49,6 +49,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
         sensitivity_doc,
         sweep_doc,
     )
+    from rlsim.report.draws_report import DRAWS_FILE, write_draws_report
     from rlsim.sweep import check_executor
     from rlsim.sweep.display import ProgressBar
 
