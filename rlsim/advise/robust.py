@@ -103,6 +103,7 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     section."""
     from rlsim.draws import build_draw_spec, run_draws
     from rlsim.draws.design import ERROR
+    from rlsim.draws.summary import tied_best
     from rlsim.sweep.display import ProgressBar
 
     check_rule(rule)
@@ -128,8 +129,7 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     wins = np.zeros(len(plans))
     for draw in np.flatnonzero(ok):
         col = signed[candidates, draw]
-        tied = [candidates[i] for i in np.flatnonzero(np.isclose(col, col.max(), rtol=1e-9,
-                                                                 atol=0.0))]
+        tied = [candidates[i] for i in np.flatnonzero(tied_best(col))]
         winners.append(labels[tied[0]])
         wins[tied] += 1 / len(tied)
     used = int(ok.sum())

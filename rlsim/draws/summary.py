@@ -143,6 +143,12 @@ def interval_doc(c: Collected, setting: int = 0, plan: int = 0) -> dict[str, Any
     return doc
 
 
+def tied_best(values: np.ndarray) -> np.ndarray:
+    """Which of `values` (larger is better) are the best, ties within 1e-9 relative
+    included: a draw's winners, who share its win."""
+    return np.isclose(values, values.max(), rtol=1e-9, atol=0.0)
+
+
 def p_best(c: Collected, cells: list[tuple[int, int]],
            mask: np.ndarray) -> dict[str, list[float | None]]:
     """Per metric, the share of the `mask`ed draws in which each (setting, plan) cell is
@@ -153,9 +159,7 @@ def p_best(c: Collected, cells: list[tuple[int, int]],
         x = np.stack([c.metrics[s, p, :, i] for s, p in cells])[:, mask]  # cells x draws
         wins = np.zeros(len(cells))
         for d in range(n):
-            col = x[:, d]
-            best = col.min() if BETTER[key] == "min" else col.max()
-            tied = np.isclose(col, best, rtol=1e-9, atol=0.0)
+            tied = tied_best(x[:, d] if BETTER[key] == "max" else -x[:, d])
             wins += tied / tied.sum()
         out[key] = [float(w / n) if n else None for w in wins]  # None: no draw ran all
     return out
