@@ -75,9 +75,16 @@ $(COMPILED): $(STAMP) rlsim/compiled.py rlsim/_build.py $(HOT_SRC)
 	$(BIN)/python -m rlsim._build
 	touch $(COMPILED)
 
+# rlsim's byte code, written once: an editable install leaves it to the first import, and
+# with PYTHONDONTWRITEBYTECODE set (as on this project's machines) every command would
+# compile ~300 modules again (~0.1 s of each start). Up-to-date files are skipped.
+BYTECODE = $(BIN)/python -m compileall -q rlsim > /dev/null
+
 setup: $(STAMP) $(COMPILED)
+	$(BYTECODE)
 
 demo: $(STAMP) $(COMPILED)
+	$(BYTECODE)
 	$(BIN)/rlsim compare scenarios/quickstart.yaml \
 	  --variant policy.name=sync,policy.placement=colocated \
 	  --variant policy.name=sync,policy.placement=disaggregated \

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import simpy
 import yaml
@@ -31,12 +31,14 @@ from rlsim.policies import Phases, registry
 from rlsim.policies.phases import Progress
 from rlsim.policies.recovery import Recovery
 from rlsim.prepare import PreparedJob, prepare, prepare_file
-from rlsim.report.html import write_report
 from rlsim.report.metrics import summarize
-from rlsim.report.perfetto import write_chrome_trace
-from rlsim.report.rundata import RunData
 from rlsim.trace import Recorder
 from rlsim.trace.sinks import write_parquet
+
+if TYPE_CHECKING:
+    # The report's modules are imported where a folder or page is written: a run that only
+    # prints its summary does not pay for them (issue 40, fast start).
+    from rlsim.report.rundata import RunData
 
 
 @dataclass
@@ -147,6 +149,8 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _report_data(result: RunResult, name: str | None = None) -> RunData:
+    from rlsim.report.rundata import RunData
+
     return RunData(name or result.scenario.name, result.summary, result.recorder,
                    result.scenario.dump())
 
@@ -155,6 +159,8 @@ def write_comparison_report(results: list[RunResult], names: list[str], path: Pa
                             plotly_src: str | None = None) -> None:
     """One HTML page comparing runs side by side, with ratios against the first;
     `plotly_src` as in `write_run`."""
+    from rlsim.report.html import write_report
+
     write_report([_report_data(r, n) for r, n in zip(results, names, strict=True)], path,
                  plotly_src)
 
@@ -195,6 +201,8 @@ def write_run_folder(out_dir: Path, scenario: dict[str, Any], recorder: Recorder
     resolved = resolved_scenario(scenario, base_dir, out_dir)
     _write_text(out_dir / "scenario.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False))
     write_parquet(recorder, out_dir / "records.parquet")
+    from rlsim.report.perfetto import write_chrome_trace
+
     write_chrome_trace(recorder, out_dir / "trace.json")
     write_html(out_dir / "report.html")
     _write_text(out_dir / "summary.json", json.dumps(summary_document(summary), indent=2) + "\n")
@@ -205,6 +213,8 @@ def write_run(result: RunResult, out_dir: Path, name: str | None = None,
     """The run's folder (`write_run_folder`); `name` labels the run in its report (default:
     the scenario's name). The report embeds plotly.js (the folder stands alone) unless
     `plotly_src` gives the relative path of a shared copy (a compare folder's)."""
+    from rlsim.report.html import write_report
+
     write_run_folder(out_dir, result.scenario.dump(), result.recorder, result.summary,
                      lambda path: write_report([_report_data(result, name)], path,
                                                plotly_src), result.base_dir)

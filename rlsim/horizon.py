@@ -31,7 +31,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from rlsim.api import RunResult, simulate
 from rlsim.config.errors import ScenarioError
@@ -248,6 +247,8 @@ def _interval(values: list[float]) -> dict[str, float]:
     """Mean, its 95% confidence interval (Student's t), and the 5th-95th percentiles."""
     x = np.asarray(values, dtype=float)
     mean = float(x.mean())
+    from scipy import stats  # lazy: scipy costs ~0.1 s of every command's start
+
     half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))) \
         if len(x) > 1 else 0.0
     low = mean - half

@@ -12,13 +12,12 @@ import copy
 import csv
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
 from rlsim.config.errors import ScenarioError
-from rlsim.config.fleet import FleetScenario
 from rlsim.config.loading import (
     apply_override,
     format_validation_error,
@@ -27,6 +26,9 @@ from rlsim.config.loading import (
     read_yaml_file,
     reject_bool_numbers,
 )
+
+if TYPE_CHECKING:
+    from rlsim.config.fleet import FleetScenario
 
 _RESERVED = {"name", "arrival_s", "template", "slo", "steps", "duration_h"}
 
@@ -171,6 +173,9 @@ def fleet_from_dict(data: dict[str, Any], overrides: list[str] | None = None,
             jobs = jobs + _trace_jobs(data.pop("trace"), base)
         data["jobs"] = [_from_template(j, templates, f"jobs.{i}") if isinstance(j, dict) else j
                         for i, j in enumerate(jobs)]
+        # Imported here: `is_fleet` is asked by every command, most of them on single jobs.
+        from rlsim.config.fleet import FleetScenario
+
         reject_bool_numbers(FleetScenario, data)
         scenario = FleetScenario.model_validate(data)
     except ValidationError as err:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import ndtr
 
 from rlsim.config.workload import (
     EmpiricalLength,
@@ -88,6 +87,8 @@ def gmm_table(dist: GmmLength) -> tuple[FloatArray, FloatArray]:
     Below the median the bisection matches the CDF and above it the survival function, so
     both tails keep full floating-point precision (1 - Phi(8) rounds to 0 in doubles).
     """
+    from scipy.special import ndtr  # lazy: scipy costs ~0.1 s of every command's start
+
     weights = np.asarray(dist.weights)
     means = np.asarray(dist.means)
     stds = np.asarray(dist.stds)
@@ -125,6 +126,8 @@ def _gmm_quantile(dist: GmmLength) -> Quantile:
 
 
 def _empirical_quantile(values: FloatArray) -> Quantile:
+    from scipy.special import ndtr  # lazy, as in gmm_table
+
     ordered = np.sort(values)
     n = ordered.size
     # Inverse of the empirical CDF: each observed value has probability 1/n, so the

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from scipy.special import ndtri
 
 from rlsim.workload.groups import PromptGroup
 from rlsim.workload.polytrace import load_polytrace
@@ -60,7 +59,8 @@ def _latent_correlation(groups: Sequence[PromptGroup]) -> float:
     sizes = {len(g.response_tokens) for g in groups}
     if len(sizes) != 1 or (k := sizes.pop()) < 2 or len(groups) < 2:
         return float("nan")
-    # scipy.stats takes ~1 s to import: only this statistic needs it, so not every CLI start.
+    # scipy takes 0.1-1 s to import: only this statistic needs it, so not every CLI start.
+    from scipy.special import ndtri
     from scipy.stats import rankdata
 
     lengths = np.array([g.response_tokens for g in groups], dtype=np.float64)
