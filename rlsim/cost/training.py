@@ -40,7 +40,6 @@ from rlsim.cost.backends import (
     pack_dynamic,
     pack_fixed,
     packed_rows,
-    pad_to_multiple,
     split_even,
 )
 from rlsim.cost.errors import KnobError
@@ -273,6 +272,19 @@ class TrainCost:
         self._head_memo: dict[int, float] = {}
         self._pass_memo: dict[tuple[object, ...], _Pass] = {}
         self._balance_memo: tuple[tuple[int, ...], list[list[int]]] | None = None
+        # Constants of the per-micro-batch pricing, bound once (the model, GPU, profile and
+        # backend are fixed): a 1,024-GPU step prices thousands of micro-batches. Each is
+        # the same expression the pricing evaluated, so its results are unchanged.
+        self._ring = backend is not None and backend.sequence_parallel == "ring"
+        self._q_dim = model.q_dim  # properties of the model: computed per read
+        self._kv_dim = model.kv_dim
+        self._attn_flops_per_pair = self._pair_flops / tp
+        self._attn_fixed_s = model.layers * profile.attention_fixed_s
+        self._attn_fwd_flops_per_s = gpu.bf16_tflops * 1e12 * profile.attention_flops_efficiency
+        bwd_eff = profile.attention_flops_efficiency
+        if backend is not None and backend.attention_bwd_flops_efficiency is not None:
+            bwd_eff = backend.attention_bwd_flops_efficiency
+        self._attn_bwd_flops_per_s = gpu.bf16_tflops * 1e12 * bwd_eff
 
     @classmethod
     def from_config(cls, model: ModelSpec, gpu: GpuSpec, gpus: int, train: TrainConfig,
@@ -699,7 +711,8 @@ class TrainCost:
         mo, tp = self.model, self.tp
         h = mo.hidden
         if mo.mla is None:
-            attn = one(m, (mo.q_dim + 2 * mo.kv_dim) // tp, h) + one(m, h, mo.q_dim // tp)
+            q, kv = self._q_dim, self._kv_dim
+            attn = one(m, (q + 2 * kv) // tp, h) + one(m, h, q // tp)
         else:  # MLA's low-rank projections, priced as one GEMM of the same weights
             attn = one(m, mo.attn_params // (h * tp), h)
         up = 2 if mo.gated_mlp else 1
@@ -757,7 +770,7 @@ class TrainCost:
             # (fsdp2), where the KV-sized and MLP-sized activations split over TP. The
             # hidden-sized term stays whole (norms and residual, no sequence parallelism);
             # it also counts the query-sized traffic, which TP would split: an upper bound.
-            kv_dim = mo.kv_dim if tp == 1 else mo.kv_dim / tp
+            kv_dim = self._kv_dim if tp == 1 else self._kv_dim / tp
             ffn = act_ffn if tp == 1 else act_ffn / tp
             per_token = traffic.layer_bytes_per_token(mo.hidden, kv_dim, ffn, backward)
             kernels = traffic.bwd_kernels if backward else traffic.kernels
@@ -769,7 +782,7 @@ class TrainCost:
             # Sequence parallelism (Megatron with TP: veRL's megatron.sequence_parallel and
             # the RollPacker artifact set it) shards the two add+RMSNorms over TP.
             per_layer = (2 * e(4.0 * m * mo.hidden * d / tp)
-                         + e(2.0 * m * (mo.q_dim + mo.kv_dim) / tp * d)
+                         + e(2.0 * m * (self._q_dim + self._kv_dim) / tp * d)
                          + e(3.0 * m * act_ffn / tp * d))
             total = mo.layers * per_layer + self._head_elementwise_s(m, False)
             if backward:
@@ -806,16 +819,11 @@ class TrainCost:
         """Causal attention of one pass on one GPU: 4 * q_dim/tp FLOPs per (query, key)
         pair per layer at `attention_flops_efficiency`, 2.5x that backward at the backend's
         `attention_bwd_flops_efficiency` when it sets one."""
-        mo = self.model
-        flops = self._pair_flops / self.tp * pairs_per_gpu * mo.layers
-        eff = self.profile.attention_flops_efficiency
+        flops = self._attn_flops_per_pair * pairs_per_gpu * self.model.layers
         if backward:
             flops *= _ATTENTION_BWD_FACTOR
-            b = self.backend
-            if b is not None and b.attention_bwd_flops_efficiency is not None:
-                eff = b.attention_bwd_flops_efficiency
-        return flops / (self.gpu.bf16_tflops * 1e12 * eff) + mo.layers * (
-            self.profile.attention_fixed_s)
+            return flops / self._attn_bwd_flops_per_s + self._attn_fixed_s
+        return flops / self._attn_fwd_flops_per_s + self._attn_fixed_s
 
     def tp_comm_s(self, m: int) -> float:
         """One forward's TP traffic for `m` tokens per GPU: 2 all-reduces of m * hidden *
@@ -907,27 +915,36 @@ class TrainCost:
         """(compute_s, comm_s, backward_s) of one micro-batch of sequences `seqs` (padded
         lengths) on one replica, the whole model (all pipeline stages together)."""
         cp = self.cp
-        ring = self.backend is not None and self.backend.sequence_parallel == "ring"
-        if ring:
+        tokens = 0
+        pair_sum = 0.0
+        if self._ring:
             # Megatron's packed (THD) sequences: each split into 2*cp load-balanced chunks,
             # each chunk split over the TP ranks by sequence parallelism (veRL
             # preprocess_packed_seqs: align to tp * cp * 2 if cp > 1 else tp).
-            seqs = [pad_to_multiple(s, self.tp * 2 * cp if cp > 1 else self.tp)
-                    for s in seqs]
-        tokens = sum(seqs)
+            mult = self.tp * 2 * cp if cp > 1 else self.tp
+            for s in seqs:
+                if mult > 1:  # `pad_to_multiple`, inlined
+                    s = -(-s // mult) * mult
+                tokens += s
+                pair_sum += s * (s + 1) / 2.0
+        else:
+            for s in seqs:
+                tokens += s
+                pair_sum += s * (s + 1) / 2.0
         m = -(-tokens // cp)
-        pairs = sum(s * (s + 1) / 2.0 for s in seqs) / cp
+        pairs = pair_sum / cp
         # `speed` (framework.train_speed) divides the kernels' time, not the collectives'.
         speed = self.speed
         attn_f = self._attention_s(pairs, False) / speed
         fwd = self._gemms(m, False) / speed + attn_f + self._elementwise(m) / speed
-        comm_f = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_f, False)
+        tp_ep = self.tp_comm_s(m) + self.ep_comm_s(m)  # the backward moves as much
+        comm_f = tp_ep + self.cp_comm_s(m, attn_f, False)
         if not backward:
             return fwd, comm_f, 0.0
         attn_b = self._attention_s(pairs, True) / speed
         bwd = (self._gemms(m, True) / speed + attn_b
                + self._elementwise(m, backward=True) / speed)
-        comm_b = self.tp_comm_s(m) + self.ep_comm_s(m) + self.cp_comm_s(m, attn_b, True)
+        comm_b = tp_ep + self.cp_comm_s(m, attn_b, True)
         if recompute == "full":
             # Checkpointing re-runs the decoder layers' forward, not the LM head and its
             # log-softmax (Hugging Face gradient checkpointing wraps the decoder layers;
@@ -995,16 +1012,22 @@ class TrainCost:
                 replicas - 1) / replicas * shard / self.group_bw(self.gpus)
         return total
 
-    def _rank_pass(self, lengths: Sequence[int], backward: bool, micro_batch_size: int | None,
-                   max_tokens: int, recompute: Recompute, micro_batches: int) -> _Pass:
-        """One rank's pass over its samples: packed, priced per micro-batch, pipelined."""
+    def _pack(self, lengths: Sequence[int], micro_batch_size: int | None,
+              max_tokens: int) -> list[list[int]]:
+        """One rank's samples packed into micro-batches: fixed or dynamic."""
         b = self.backend
         assert b is not None
         if micro_batch_size is not None:
-            mbs = pack_fixed(lengths, micro_batch_size, b.pad_fixed_micro_batches,
-                             self._pad_multiple())
-        else:
-            mbs = pack_dynamic(lengths, max_tokens)
+            return pack_fixed(lengths, micro_batch_size, b.pad_fixed_micro_batches,
+                              self._pad_multiple())
+        return pack_dynamic(lengths, max_tokens)
+
+    def _rank_pass(self, mbs: list[list[int]], backward: bool, recompute: Recompute,
+                   micro_batches: int) -> _Pass:
+        """One rank's pass over its micro-batches `mbs` (`_pack`): priced per micro-batch,
+        pipelined."""
+        b = self.backend
+        assert b is not None
         out = _Pass()
         fsdp = self._fsdp_comm_s(backward) if b.gather_per_micro_batch else 0.0
         host = self.host_s(backward, recompute)
@@ -1057,13 +1080,9 @@ class TrainCost:
         if hit is not None:
             return hit
         per_rank = self._per_rank(batch)
-        if micro_batch_size is not None:
-            counts = [-(-len(r) // micro_batch_size) for r in per_rank]
-        else:
-            counts = [len(pack_dynamic(r, max_tokens)) for r in per_rank]
-        most = max(counts, default=0)
-        passes = [self._rank_pass(r, backward, micro_batch_size, max_tokens, recompute, most)
-                  for r in per_rank]
+        packed = [self._pack(r, micro_batch_size, max_tokens) for r in per_rank]
+        most = max((len(mbs) for mbs in packed), default=0)
+        passes = [self._rank_pass(mbs, backward, recompute, most) for mbs in packed]
         slowest = max(passes, key=lambda p: p.total_s)
         if len(self._pass_memo) >= 8:  # a step's few passes; older batches do not return
             self._pass_memo.clear()
