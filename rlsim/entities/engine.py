@@ -89,6 +89,34 @@ class Request:
     _base: int = 0  # decode clock minus generated tokens, while decoding
     _order: int = 0
 
+    # Written out: under mypyc, dataclasses' generated __init__ runs interpreted (about a
+    # third of a request's cost to build); this one compiles. The same fields and defaults.
+    def __init__(self, rid: int, prompt_tokens: int, output_tokens: int,
+                 prefix_tokens: int = 0, on_done: Callable[[Request], None] | None = None,
+                 tag: Any = None, cache_key: Any = None, status: str = "new",
+                 generated: int = 0, t_submit: float = math.nan,
+                 t_first_token: float = math.nan, t_finish: float = math.nan,
+                 preemptions: int = 0, engine: str = "") -> None:
+        self.rid = rid
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.prefix_tokens = prefix_tokens
+        self.on_done = on_done
+        self.tag = tag
+        self.cache_key = cache_key
+        self.status = status
+        self.generated = generated
+        self.t_submit = t_submit
+        self.t_first_token = t_first_token
+        self.t_finish = t_finish
+        self.preemptions = preemptions
+        self.engine = engine
+        self._prefill_left = 0
+        self._prefill_done = 0
+        self._cached = 0
+        self._base = 0
+        self._order = 0
+
     @property
     def context_tokens(self) -> int:
         return self.prompt_tokens + self.generated
