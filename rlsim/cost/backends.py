@@ -315,11 +315,13 @@ def balance_over_ranks(lengths: Sequence[int], ranks: int) -> list[list[int]]:
     heap = list(range(ranks))
     # Longest first, ties in batch order: a stable sort, reversed, keeps equal keys in
     # their original order.
+    # heapreplace pops the least key and pushes the new one in one sift; keys are unique
+    # (the rank is in them), so the ranks come out in the same order as pop then push.
     for i in sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True):
-        key = heapq.heappop(heap)
+        key = heap[0]
         r = key % ranks
         picked[r].append(i)
-        heapq.heappush(heap, key + lengths[i] * ranks)
+        heapq.heapreplace(heap, key + lengths[i] * ranks)
     return [[lengths[i] for i in sorted(idx)] for idx in picked]
 
 
