@@ -40,15 +40,26 @@ from rlsim.cost.profile import Profile
 _CACHE_LIMIT = 1 << 16
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StepCost:
-    """Seconds spent in one engine iteration, by kind of work."""
+    """Seconds spent in one engine iteration, by kind of work. Treat it as immutable (it
+    hashes by value); not frozen because, compiled, a frozen dataclass's __init__ runs
+    interpreted through object.__setattr__ (5% of the async agentic benchmark, one per
+    prefill iteration)."""
 
     linear_s: float
     attention_s: float
     other_s: float
     comm_s: float
     overhead_s: float
+
+    def __init__(self, linear_s: float, attention_s: float, other_s: float, comm_s: float,
+                 overhead_s: float) -> None:
+        self.linear_s = linear_s
+        self.attention_s = attention_s
+        self.other_s = other_s
+        self.comm_s = comm_s
+        self.overhead_s = overhead_s
 
     @property
     def total_s(self) -> float:
@@ -402,7 +413,9 @@ class InferenceCost:
         self._layer_cache: dict[int, tuple[float, float, float]] = {}
         self._dense_cache: dict[int, tuple[float, float, float]] = {}
         self._lm_cache: dict[int, float] = {}
-        self._affine_cache: dict[int, tuple[float, float]] = {}
+        # decode_affine by batch size; the engines that share this cost read it directly
+        # (one small dict for all of them stays in cache, where one each did not).
+        self.decode_affine_memo: dict[int, tuple[float, float]] = {}
 
     def _init_pp(self, model: ModelSpec, pp: int) -> None:
         """Pipeline stages: each GPU holds ceil(L/pp) layers at most (vLLM splits the layers
@@ -885,14 +898,14 @@ class InferenceCost:
     def decode_affine(self, batch: int) -> tuple[float, float]:
         """(a_s, b_s_per_token) with step(batch, K).total_s == a_s + b_s_per_token * K
         (a_s includes the iteration overhead of `batch` sequences)."""
-        hit = self._affine_cache.get(batch)
+        hit = self.decode_affine_memo.get(batch)
         if hit is not None:
             return hit
         if batch <= 0:
             return (0.0, 0.0)
         out = (self.step(batch, 0).total_s, self._attn_decode_s_per_token)
-        if len(self._affine_cache) < _CACHE_LIMIT:
-            self._affine_cache[batch] = out
+        if len(self.decode_affine_memo) < _CACHE_LIMIT:
+            self.decode_affine_memo[batch] = out
         return out
 
     def prefill(self, tokens: int, context_tokens: int = 0) -> StepCost:

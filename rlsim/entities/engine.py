@@ -207,7 +207,11 @@ class RolloutEngine:
         self.cache_hit_tokens = 0
         self.cache_lookups = 0
         self.cache_hits = 0
-        self._affine: dict[int, tuple[float, float]] = {}  # decode_affine by batch size
+        # decode_affine by batch size: the cost model's own memo when it has one, shared by
+        # every engine on that cost (768 engines' dicts of the same values missed the CPU's
+        # caches); the values are the same either way.
+        shared = getattr(cost, "decode_affine_memo", None)
+        self._affine: dict[int, tuple[float, float]] = shared if shared is not None else {}
         # Requests on the engine, waiting or running: `load` kept as a count (a plain
         # attribute is cheap to compare over many engines).
         self.n_requests = 0
