@@ -166,6 +166,16 @@ class _Pass:
     host_wait_s: float = 0.0  # GPU idle behind the host, per stage (in overhead_s)
     parts: list[float] = field(default_factory=list)
 
+    def __init__(self) -> None:  # compiled, where dataclasses' generated one is not
+        self.compute_s = 0.0
+        self.comm_s = 0.0
+        self.overhead_s = 0.0
+        self.bubble_s = 0.0
+        self.micro_batches = 0
+        self.last_bwd_s = 0.0
+        self.host_wait_s = 0.0
+        self.parts = []
+
     @property
     def total_s(self) -> float:
         return self.compute_s + self.comm_s + self.overhead_s + self.bubble_s
