@@ -274,11 +274,12 @@ class TrainCost:
         self._fwd_flops_per_s = profile.forward_pass_mfu * gpu.bf16_tflops * 1e12 * gpus
         self._gemm = GemmModel(gpu, profile, self.dtype_bytes)
         self._elem = ElementwiseModel(gpu, profile)
-        self._gemm_memo: dict[tuple[int, bool], float] = {}
+        # Keyed 2 m + backward: an int key is hashed without a tuple (thousands a step).
+        self._gemm_memo: dict[int, float] = {}
         # Memos of pure functions of their arguments (the layout is fixed): the step's
         # passes share one batch (ref and old log-probs are the same pass, training deals
         # the same samples to the ranks), and micro-batches repeat token counts.
-        self._elem_memo: dict[tuple[int, bool], float] = {}
+        self._elem_memo: dict[int, float] = {}
         self._head_memo: dict[int, float] = {}
         self._pass_memo: dict[tuple[object, ...], _Pass] = {}
         self._balance_memo: tuple[tuple[int, ...], list[list[int]]] | None = None
@@ -595,7 +596,7 @@ class TrainCost:
 
     def _lengths(self, tokens: int, seq: float, lengths: Sequence[int] | None) -> list[int]:
         if lengths is not None:
-            if any(n < 0 for n in lengths):
+            if lengths and min(lengths) < 0:
                 raise ValueError("lengths must be >= 0")
             return [int(n) for n in lengths if n > 0]
         if tokens == 0:
@@ -705,7 +706,7 @@ class TrainCost:
     def _gemms(self, m: int, backward: bool) -> float:
         """All GEMMs of the model on one GPU for `m` tokens: forward, or backward (dgrad
         (m x n) @ (n x k) and wgrad (k x m) @ (m x n) per forward GEMM (m x k) @ (k x n))."""
-        key = (m, backward)
+        key = 2 * m + (1 if backward else 0)
         hit = self._gemm_memo.get(key)
         if hit is not None:
             return hit
@@ -761,7 +762,7 @@ class TrainCost:
         the backward moves twice the forward's bytes. Eager (the backend's
         `elementwise_traffic`): the counted bytes per token of every unfused kernel, each
         kernel paying its launch."""
-        key = (m, backward)
+        key = 2 * m + (1 if backward else 0)
         hit = self._elem_memo.get(key)
         if hit is not None:
             return hit

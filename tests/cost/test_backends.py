@@ -97,6 +97,27 @@ def test_megatron_packed_alignment() -> None:
     assert gpu_s(t8, 1009) > gpu_s(t8, 1008)
 
 
+def _balance_reference(lengths: list[int], ranks: int) -> list[list[int]]:
+    """The dealing rule as first written (heapq of (load, rank) pairs, a key function)."""
+    import heapq
+
+    picked: list[list[int]] = [[] for _ in range(ranks)]
+    heap = [(0, r) for r in range(ranks)]
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        load, r = heapq.heappop(heap)
+        picked[r].append(i)
+        heapq.heappush(heap, (load + lengths[i], r))
+    return [[lengths[i] for i in sorted(idx)] for idx in picked]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=40), max_size=300),
+       st.integers(min_value=1, max_value=40))
+def test_balance_matches_the_rule(lengths: list[int], ranks: int) -> None:
+    # Small lengths: many ties, in the loads and in the lengths.
+    assert balance_over_ranks(lengths, ranks) == _balance_reference(lengths, ranks)
+
+
 def test_ranks_splits_and_mini_batches() -> None:
     assert balance_over_ranks([5, 4, 3, 3, 2, 1], 2) == [[5, 3, 1], [4, 3, 2]]
     assert [sum(r) for r in balance_over_ranks([5, 4, 3, 3, 2, 1], 2)] == [9, 9]
