@@ -53,14 +53,11 @@ def stream_factor(working_set_bytes: float, profile: Profile) -> float:
     return 1.0 - h + h / profile.cache_speedup
 
 
-_MEMO_ENTRIES = 1 << 17  # a memo past this many entries starts again (bounded memory)
-
-
 class GemmModel:
     """Time of one GEMM (M x K) @ (K x N) on one GPU, with constants bound at construction."""
 
-    __slots__ = ("_bw", "_compute_memo", "_d", "_gemv_rows", "_kmin", "_launch", "_p",
-                 "_pack_row", "_passes", "_profile", "_row_quantum", "_sms", "_tiles")
+    __slots__ = ("_bw", "_d", "_gemv_rows", "_kmin", "_launch", "_p", "_pack_row", "_passes",
+                 "_profile", "_sms", "_tiles")
 
     def __init__(self, gpu: GpuSpec, profile: Profile, dtype_bytes: int | None = None) -> None:
         if dtype_bytes is None:
@@ -86,11 +83,6 @@ class GemmModel:
             # Seconds per unit of K for one tile on one SM.
             tiles.append((tm, tn, 2.0 * tm * tn / (per_sm_flops * eff)))
         self._tiles = tuple(tiles)
-        # The best tile's compute time depends on M only through ceil(M / tm) for each tile
-        # height tm, all multiples of their gcd: so through ceil(M / gcd). Memoized on
-        # that (training prices thousands of micro-batches a step, their M all different).
-        self._row_quantum = math.gcd(*(tm for tm, _ in profile.gemm_tiles)) or 1
-        self._compute_memo: dict[tuple[int, int, int], float] = {}
 
     def time_s(self, m: int, n: int, k: int, warm_cache: bool = False) -> float:
         """Seconds of (m x k) @ (k x n); `warm_cache`: operands left in cache by a repeat."""
@@ -110,26 +102,20 @@ class GemmModel:
             t_mem = (passes * k * n + pack_row * n + m * k + m * n) / bw
         else:
             t_mem = (passes * k * n + m * k + m * n) / bw
-        key = (-(-m // self._row_quantum), n, k)
-        best_c = self._compute_memo.get(key, -1.0)
-        if best_c < 0.0:
-            sms = self._sms
-            k_splits = k // self._kmin
-            # (t_c**p + t_mem**p) ** (1/p) grows with t_c, so the best tile is the one of
-            # least compute time: pick it first, then blend once (the hot path of
-            # per-micro-batch training pricing; two powers per GEMM instead of two per tile).
-            best_c = math.inf
-            for tm, tn, s_per_k in self._tiles:
-                tiles = -(-m // tm) * -(-n // tn)
-                split = min(sms // tiles, k_splits)
-                if split < 1:
-                    split = 1
-                t_c = -(-(tiles * split) // sms) * s_per_k * (k / split)  # waves x per wave
-                if t_c < best_c:
-                    best_c = t_c
-            if len(self._compute_memo) >= _MEMO_ENTRIES:
-                self._compute_memo.clear()  # long runs: bounded memory, same results
-            self._compute_memo[key] = best_c
+        sms = self._sms
+        k_splits = k // self._kmin
+        # (t_c**p + t_mem**p) ** (1/p) grows with t_c, so the best tile is the one of least
+        # compute time: pick it first, then blend once (the hot path of per-micro-batch
+        # training pricing; two powers per GEMM instead of two per tile).
+        best_c = math.inf
+        for tm, tn, s_per_k in self._tiles:
+            tiles = -(-m // tm) * -(-n // tn)
+            split = min(sms // tiles, k_splits)
+            if split < 1:
+                split = 1
+            t_c = -(-(tiles * split) // sms) * s_per_k * (k / split)  # waves x per wave
+            if t_c < best_c:
+                best_c = t_c
         p = self._p
         return (best_c**p + t_mem**p) ** (1.0 / p)
 
