@@ -50,7 +50,7 @@ def main(runs: int = RUNS) -> dict[str, object]:
         files = min(wall_s(written) for _ in range(runs))
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return {"runs": runs, "load_1m_at_start": round(load_1m, 2),
+    return {"benchmark": "start", "runs": runs, "load_1m_at_start": round(load_1m, 2),
             "version_wall_s": round(version, 3), "quickstart_run_wall_s": round(quick, 3),
             "quickstart_run_out_wall_s": round(files, 3)}
 
