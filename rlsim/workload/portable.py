@@ -39,17 +39,36 @@ _UNDERFLOW = -7.45133219101941108420e02
 def exp(x: ArrayLike) -> NDArray[np.float64]:
     """e**x elementwise, bit-identical on every machine (see the module docstring); inf
     above ~709.78, 0 below ~-745.13, nan for nan."""
-    xs = np.asarray(x, dtype=np.float64)
+    given = np.asarray(x, dtype=np.float64)
+    xs = given.reshape(-1)  # at least one dimension: the steps below write in place
+    # The steps write into a few buffers instead of a new array each (a batch's draws are
+    # large enough that every new array is fresh pages from the OS); the same operations
+    # on the same operands, in the same order, so the same bits.
     # Clipped so that k stays within ldexp's range, nan computed as 0 (both set below).
-    inside = np.nan_to_num(np.clip(xs, _UNDERFLOW, _OVERFLOW), nan=0.0)
-    k = np.rint(inside * _INV_LN2)
-    hi = inside - k * _LN2_HI
-    lo = k * _LN2_LO
-    r = hi - lo
-    t = r * r
-    c = r - t * (_P1 + t * (_P2 + t * (_P3 + t * (_P4 + t * _P5))))
-    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
-    out = np.ldexp(y, k.astype(np.int32))
-    out = np.where(xs > _OVERFLOW, np.inf, out)
-    out = np.where(xs < _UNDERFLOW, 0.0, out)
-    return np.where(np.isnan(xs), np.nan, out)
+    inside = np.clip(xs, _UNDERFLOW, _OVERFLOW)
+    np.nan_to_num(inside, copy=False, nan=0.0)
+    k = np.multiply(inside, _INV_LN2)
+    np.rint(k, out=k)
+    hi = np.multiply(k, _LN2_HI)
+    np.subtract(inside, hi, out=hi)  # hi = inside - k ln2_hi
+    lo = np.multiply(k, _LN2_LO, out=inside)  # inside is not read again
+    r = np.subtract(hi, lo)
+    t = np.multiply(r, r)
+    # c = r - t (P1 + t (P2 + t (P3 + t (P4 + t P5))))
+    c = np.multiply(t, _P5)
+    for coef in (_P4, _P3, _P2, _P1):
+        np.add(c, coef, out=c)
+        np.multiply(c, t, out=c)
+    np.subtract(r, c, out=c)
+    # y = 1 - ((lo - (r c) / (2 - c)) - hi)
+    np.multiply(r, c, out=r)  # r c
+    np.subtract(2.0, c, out=c)  # 2 - c
+    np.divide(r, c, out=r)
+    np.subtract(lo, r, out=r)
+    np.subtract(r, hi, out=r)
+    np.subtract(1.0, r, out=r)
+    out = np.ldexp(r, k.astype(np.int32), out=t)
+    out[xs > _OVERFLOW] = np.inf
+    out[xs < _UNDERFLOW] = 0.0
+    out[np.isnan(xs)] = np.nan
+    return out.reshape(given.shape)
