@@ -221,6 +221,7 @@ class RolloutEngine:
         # no generator resumption. It starts like a process would (an urgent event now).
         self._timers = Timers.of(env)
         self._on_end = self._on_segment_end  # bound once: a timer per segment
+        self._on_wake = self._on_wake_up  # bound once: a timer per wake-up from idle
         self._sleeping = False  # idle, waiting for work (the process's `yield idle`)
         self._wake_pending = False  # a wake-up from idle is scheduled
         self._seg_id = 0  # the segment in flight; its timer is stale once this moves on
@@ -372,7 +373,7 @@ class RolloutEngine:
         if self._sleeping:
             if not self._wake_pending and not self.down:
                 self._wake_pending = True
-                self._timers.call_in(0, self._on_wake_up)  # 0, not 0.0: as Event.succeed
+                self._timers.call_in(0, self._on_wake)  # 0, not 0.0: as Event.succeed
             return
         if not self._in_segment:
             return
