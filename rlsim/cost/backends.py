@@ -311,12 +311,11 @@ def balance_over_ranks(lengths: Sequence[int], ranks: int) -> list[list[int]]:
     picked: list[list[int]] = [[] for _ in range(ranks)]
     # Each heap entry is one int, load * ranks + rank: ordered by load, then by rank, as
     # (load, rank) pairs would be, without a tuple per sample (a 1,024-GPU step deals
-    # 8,192 samples to 256 ranks several times).
+    # 8,192 samples to 256 ranks). heapreplace pops the least key and pushes the new one in
+    # one sift; keys are unique, so the ranks come out as pop then push gives them.
     heap = list(range(ranks))
     # Longest first, ties in batch order: a stable sort, reversed, keeps equal keys in
     # their original order.
-    # heapreplace pops the least key and pushes the new one in one sift; keys are unique
-    # (the rank is in them), so the ranks come out in the same order as pop then push.
     for i in sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True):
         key = heap[0]
         r = key % ranks
