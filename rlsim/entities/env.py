@@ -2,8 +2,8 @@
 
 Owns the mechanism only: W workers; each environment step occupies the first free worker
 (FCFS in submission order) for its latency, so steps queue when all workers are busy. The
-schedule is list scheduling over a heap of worker free times, so one step costs one SimPy
-event (`run`), or one timer (`run_then`, a callback without an event object: see
+schedule is list scheduling over the ends of the steps in flight, so one step costs one
+SimPy event (`run`), or one timer (`run_then`, a callback without an event object: see
 `timers.Timers`). Latencies come from the caller (a recorded rollout), never drawn here. A
 span per step (track `env`, name `env_step`) is recorded only at request detail, like engine
 request spans, to keep phase-level records small.
@@ -12,7 +12,7 @@ request spans, to keep phase-level records small.
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush, heapreplace
+from heapq import heapify, heappop, heappush, heapreplace
 from typing import Any
 
 import simpy
@@ -37,9 +37,15 @@ class EnvPool:
         # only at request detail, where each step's span names its worker.
         self._free_at = [(0.0, i) for i in range(workers)] if recorder.per_request else []
         # Otherwise only start times matter, and a step starts at the earliest time a worker
-        # is free whichever worker that is: the ends of the steps still running (a heap of
-        # floats, no larger than the steps in flight) say when, once all W are busy.
+        # is free whichever worker that is: the ends of the steps still running say when,
+        # once all W are busy. While fewer than 7/8 of the workers are busy they are a plain
+        # list, appended to and purged of past ends only when it reaches W entries (no heap
+        # push and pop per step: most pools never run out of workers); beyond that, a heap
+        # of floats, until the steps in flight fall to half the workers (`_take`).
         self._busy: list[float] = []
+        self._heaped = False
+        self._list_max = workers * 7 // 8
+        self._list_min = workers // 2
         self.steps = 0
         self._timers = Timers.of(env)
 
@@ -56,18 +62,33 @@ class EnvPool:
             end = start + latency_s
             heapreplace(free_at, (end, worker))
             return start, end, worker
+        start = self._take(now, latency_s)
+        return start, start + latency_s, -1
+
+    def _take(self, now: float, latency_s: float) -> float:
+        """When a step submitted now starts (its end is kept as a busy worker's)."""
         busy = self._busy
+        if not self._heaped:
+            if len(busy) < self.workers:  # fewer entries than workers: one is free
+                busy.append(now + latency_s)
+                return now
+            # Steps that have ended free their workers.
+            busy = self._busy = [end for end in busy if end > now]
+            if len(busy) < self._list_max:
+                busy.append(now + latency_s)
+                return now
+            heapify(busy)
+            self._heaped = True
         while busy and busy[0] <= now:  # steps that have ended free their workers
             heappop(busy)
         if len(busy) < self.workers:
-            start = now
-            end = start + latency_s
-            heappush(busy, end)
-        else:  # every worker busy: the first to finish takes it
-            start = busy[0]
-            end = start + latency_s
-            heapreplace(busy, end)
-        return start, end, -1
+            heappush(busy, now + latency_s)
+            if len(busy) <= self._list_min:
+                self._heaped = False  # a heap is a list: appended to from here on
+            return now
+        start = busy[0]  # every worker busy: the first to finish takes it
+        heapreplace(busy, start + latency_s)
+        return start
 
     def run(self, latency_s: float) -> simpy.Event:
         """An environment step submitted now; the event fires when it has finished."""
@@ -84,18 +105,15 @@ class EnvPool:
         """An environment step submitted now; `fn(arg)` runs when it has finished, in the
         order a callback on `run`'s event would."""
         now = self.env._now
-        busy = self._busy
-        if self._free_at or latency_s < 0 or (busy and busy[0] <= now) \
-                or len(busy) >= self.workers:
+        if self._free_at or latency_s < 0:
             start, end, worker = self._schedule(latency_s)
             if self.recorder.per_request:
                 self._timers.call_in(end - now, self._recorded,
                                      (start, end, worker, start - now, fn, arg))
                 return
-        else:  # a worker is free and none to release: `_schedule`'s common case, inlined
+        else:
             self.steps += 1
-            end = now + latency_s
-            heappush(busy, end)
+            end = self._take(now, latency_s) + latency_s
         self._timers.call_in(end - now, fn, arg)
 
     def _recorded(self, job: tuple[float, float, int, float, Callable[[Any], None], Any]

@@ -50,11 +50,15 @@ if TYPE_CHECKING:
 _LOAD = attrgetter("n_requests")  # RolloutEngine.load, as a count
 LIVE = frozenset({"waiting", "prefill", "decode"})  # a request still on its engine
 OPEN = "open"  # `Rollout.state` while an attempt runs
-# Each rollout's number in its prefix-cache keys (`(uid, attempt)`): an engine's cache keeps a
-# finished context's key until it is evicted, and a key holding the rollout itself kept every
-# sample, its turns and its whole batch alive as long (issue 24: 2.5 M turns by 20 steps of
-# the 1,024-GPU async agentic benchmark). Keys are only compared, so the numbering is free.
+# Each rollout's number in its prefix-cache keys (`uid << 32 | attempt`): an engine's cache
+# keeps a finished context's key until it is evicted, and a key holding the rollout itself
+# kept every sample, its turns and its whole batch alive as long (issue 24: 2.5 M turns by
+# 20 steps of the 1,024-GPU async agentic benchmark). Keys are only compared, so the
+# numbering is free; one int, not a (uid, attempt) tuple, because an engine hashes and
+# compares it at every submit and finish, where a tuple's hash is computed afresh each time
+# (issue 40). Equal exactly when (uid, attempt) is, for fewer than 2**32 attempts.
 _UIDS = count(1)
+_ATTEMPT_BITS = 32
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -375,7 +379,7 @@ class Rollout:
         turns = self.turns  # the current turn's response length
         out = self.response_tokens if turns is None else turns[self.turn].response_tokens
         req = Request(rid, self.context, out, prefix, _turn_done, self,
-                      (self.uid, self.attempt) if self.keyed else None)
+                      (self.uid << _ATTEMPT_BITS) | self.attempt if self.keyed else None)
         self.request = req
         engine = self.engine
         if engine is None:
