@@ -54,6 +54,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rlsim.policies.phases",
     "rlsim.fleet.cycle",
     "rlsim.fleet.placement",
+    "rlsim.trace.columns",
 )
 # Left interpreted: rlsim.policies.asynchronous (1% of the async benchmark's profile; its
 # tests patch _AsyncRun and _Slot methods, which compiled callers would bypass).
