@@ -11,12 +11,14 @@ same cache key prefills only its new tokens), and the serving loop's CPU work pe
 Events only when something changes. All decoding sequences advance together, so the engine
 keeps one decode clock: a decoding sequence's generated count is `clock - base`, the KV of all
 decoding sequences is `kv_const + B * clock`, and finishes come off a heap keyed by the clock
-value at which they finish. A decode iteration costs `a + b * kv_tokens` (the cost model's
-`decode_affine`, times `slowdown / speed`: a fault's fail-slow factor over a fitted engine
-speed), so the time of n iterations with a fixed batch is an arithmetic series,
-summed in closed form: one SimPy event covers every iteration up to the next batch change
-(a finish, KV exhaustion, an arrival or abort). `mode="iteration"` schedules one event per
-iteration and prices each with `InferenceCost.step`, as the reference for tests.
+value at which they finish (one int per sequence: that clock and, below it, the sequence's
+admission number, which also keys the decoding sequences). A decode iteration costs
+`a + b * kv_tokens` (the cost model's `decode_affine`, times `slowdown / speed`: a fault's
+fail-slow factor over a fitted engine speed), so the time of n iterations with a fixed batch
+is an arithmetic series, summed in closed form: one SimPy event covers every iteration up to
+the next batch change (a finish, KV exhaustion, an arrival or abort). `mode="iteration"`
+schedules one event per iteration and prices each with `InferenceCost.step`, as the
+reference for tests.
 
 The engine is not a SimPy process but a state machine on `Timers`: callbacks that run in
 exactly the order SimPy events made at the same moment would, for a fraction of the cost
@@ -32,7 +34,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import simpy
 from mypy_extensions import mypyc_attr
@@ -123,6 +125,10 @@ class Request:
 
 
 _GAUGES = ("kv_tokens", "running", "waiting")
+# A finish's heap entry: its clock above these bits, the admission number in them (an
+# engine admits fewer than 2**32 requests in a run).
+_ORDER_BITS: Final = 32
+_ORDER_MASK: Final = (1 << _ORDER_BITS) - 1
 
 
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (tests spy on it).
@@ -164,8 +170,15 @@ class RolloutEngine:
         self.gpus = gpus
         self.waiting: deque[Request] = deque()
         self.prefilling: dict[int, Request] = {}
-        self.decoding: dict[int, Request] = {}  # admission order, for LIFO preemption
-        self._heap: list[tuple[int, int, Request]] = []
+        # Keyed by admission number (`Request._order`), in the order they joined (LIFO
+        # preemption takes the last).
+        self.decoding: dict[int, Request] = {}
+        # Finishes: (clock at which the last token is in) << _ORDER_BITS | admission
+        # number, one int per decoding sequence, so the heap compares ints, not tuples,
+        # and holds no object per entry (issue 40). A sequence preempted or aborted since
+        # its entry was pushed is no longer under that number in `decoding`: the entry
+        # lapses.
+        self._heap: list[int] = []
         self.clock = 0
         self._kv_const = 0  # sum over decoding of (context at join - clock at join)
         self._kv_prefill = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
@@ -321,7 +334,7 @@ class RolloutEngine:
             elif r.status == "decode":
                 if clock_now - r._base >= r.output_tokens:
                     continue  # its last token lands at this instant: it finishes normally
-                del self.decoding[r.rid]
+                del self.decoding[r._order]
                 r.generated = clock_now - r._base
                 self._kv_const -= r.prompt_tokens - r._base
                 if r.t_first_token > now:  # its prefill was still in flight
@@ -468,8 +481,9 @@ class RolloutEngine:
         r.status = "decode"
         r._base = base = self.clock - r.generated
         self._kv_const += r.prompt_tokens - base
-        self.decoding[r.rid] = r
-        heappush(self._heap, (base + r.output_tokens, r._order, r))
+        order = r._order
+        self.decoding[order] = r
+        heappush(self._heap, ((base + r.output_tokens) << _ORDER_BITS) | order)
 
     def _preempt_one(self) -> None:
         """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
@@ -486,7 +500,7 @@ class RolloutEngine:
             del self.prefilling[victim.rid]
             self._kv_prefill -= victim._prefill_left + victim._prefill_done + 1
         else:
-            del self.decoding[victim.rid]
+            del self.decoding[victim._order]
             victim.generated = self.clock - victim._base
             self._kv_const -= victim.prompt_tokens - victim._base
         victim.status = "waiting"
@@ -541,7 +555,8 @@ class RolloutEngine:
         if self.prefilling and len(decoding) < self.max_batched:
             head_s = self._head(now)
             heap = self._heap
-            if (heap and heap[0][0] <= self.clock) or self.prefilling or self.iteration_mode:
+            if (heap and heap[0] >> _ORDER_BITS <= self.clock) or self.prefilling \
+                    or self.iteration_mode:
                 # A finish, or more prefill: the batch changes after this one iteration.
                 self._set_segment(head_s, 0)
                 return head_s
@@ -551,7 +566,7 @@ class RolloutEngine:
             return head_s
         clock = self.clock
         k0 = self._kv_const + bsz * clock
-        n = self._heap[0][0] - clock  # iterations to the next finish
+        n = (self._heap[0] >> _ORDER_BITS) - clock  # iterations to the next finish
         n_kv = (self.kv_capacity - k0 - self._kv_prefill) // bsz
         if n_kv < n:
             n = n_kv
@@ -587,7 +602,7 @@ class RolloutEngine:
         self.clock = clock = self.clock + n
         self.iterations += n
         heap = self._heap
-        if heap and heap[0][0] <= clock:
+        if heap and heap[0] >> _ORDER_BITS <= clock:
             self._finishes(clock, self.env._now)
 
     def _finishes(self, clock: int, now: float) -> None:
@@ -595,11 +610,13 @@ class RolloutEngine:
         heap = self._heap
         decoding = self.decoding
         caching = self.prefix_caching
-        while heap and heap[0][0] <= clock:
-            _, _, r = heappop(heap)
-            if r.status != "decode" or r._base + r.output_tokens > clock:
-                continue  # stale entry of a preempted/aborted sequence
-            del decoding[r.rid]
+        # The clock only ever reaches the next finish, never passes it (a segment ends at
+        # it), so every entry popped here finishes at `clock` or has lapsed.
+        below = (clock + 1) << _ORDER_BITS
+        while heap and heap[0] < below:
+            r = decoding.pop(heappop(heap) & _ORDER_MASK, None)
+            if r is None:
+                continue  # preempted or aborted since its entry was pushed
             self.n_requests -= 1
             self._kv_const -= r.prompt_tokens - r._base
             r.generated = out = r.output_tokens
@@ -659,7 +676,7 @@ class RolloutEngine:
         self.clock = clock = self.clock + n
         self.iterations += n
         heap = self._heap
-        if heap and heap[0][0] <= clock:
+        if heap and heap[0] >> _ORDER_BITS <= clock:
             self._finishes(clock, now)
         self._proceed()
 
@@ -716,7 +733,7 @@ class RolloutEngine:
             else:
                 # Only decodes (the common case; `_plan` inlined): up to the next finish or
                 # KV exhaustion, whichever comes first.
-                n = self._heap[0][0] - clock
+                n = (self._heap[0] >> _ORDER_BITS) - clock
                 n_kv = (self.kv_capacity - kv) // n_dec
                 if n_kv < n:
                     n = n_kv
