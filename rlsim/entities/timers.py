@@ -14,11 +14,14 @@ import weakref
 from bisect import insort
 from collections.abc import Callable
 from heapq import heappop, heappush
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import simpy
 from simpy.core import SimTime
 from simpy.events import NORMAL
+
+_RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
+_SLOT: Final = _RING - 1  # a bucket's slot: bucket & _SLOT
 
 
 class Timers:
@@ -65,14 +68,20 @@ class Timers:
         # `__next__` bound once (compiled, `next(...)` looked the builtin up at every call).
         self._next_eid: Callable[[], int] = env._eid.__next__
         # A timer is (time, sequence number, fn, arg). `_cur` holds those of buckets up
-        # to `_bucket`, sorted, the next to run at `_pos`; later buckets wait in `_later`
-        # (bucket -> list), their ids in the heap `_ids`.
+        # to `_bucket`, sorted, the next to run at `_pos`. Later buckets wait as lists in
+        # `_ring` (slot: bucket mod _RING) while fewer than _RING buckets ahead, else in
+        # `_far` (bucket -> list); their numbers in the heap `_ids`. A list index, not a
+        # dict lookup, per timer: the dict of ~2,000 buckets missed the caches (issue 40).
+        # A bucket far when its first timer came and near for a later one has a list in
+        # both (merged when its turn comes) and its number twice in `_ids`.
         # Times are SimTime (int or float), not float: compiled (rlsim/compiled.py), a float
         # would turn the clock's int 0 into 0.0, and records keep the type they were given.
         self._cur: list[tuple[SimTime, int, Callable[[Any], None], Any]] = []
         self._pos = 0
         self._bucket = -1
-        self._later: dict[int, list[tuple[SimTime, int, Callable[[Any], None], Any]]] = {}
+        self._ring: list[list[tuple[SimTime, int, Callable[[Any], None], Any]] | None] = \
+            [None] * _RING
+        self._far: dict[int, list[tuple[SimTime, int, Callable[[Any], None], Any]]] = {}
         self._ids: list[int] = []
         self._driven: set[int] = set()  # timers with a driver queued under their own key
         self._first: tuple[SimTime, int] | None = None  # the earliest driver queued
@@ -85,13 +94,21 @@ class Timers:
         bucket = int(t * self._PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             insort(self._cur, (t, eid, fn, arg), self._pos)
-        else:
-            waiting = self._later.get(bucket)
+        elif bucket - self._bucket < _RING:
+            ring = self._ring
+            waiting = ring[bucket & _SLOT]
             if waiting is None:
-                self._later[bucket] = [(t, eid, fn, arg)]
+                ring[bucket & _SLOT] = [(t, eid, fn, arg)]
                 heappush(self._ids, bucket)
             else:
                 waiting.append((t, eid, fn, arg))
+        else:
+            far = self._far.get(bucket)
+            if far is None:
+                self._far[bucket] = [(t, eid, fn, arg)]
+                heappush(self._ids, bucket)
+            else:
+                far.append((t, eid, fn, arg))
         if self._draining:
             return  # the drain in progress runs it, or queues a driver for it
         first = self._first
@@ -100,10 +117,28 @@ class Timers:
 
     def _next_bucket(self) -> bool:
         """Make the next bucket the one in progress (when it is done); False if none."""
-        if not self._ids:
+        ids = self._ids
+        while ids:
+            bucket = heappop(ids)
+            if bucket <= self._bucket:
+                continue  # its number's second entry: it has run
+            # A pending bucket's ring slot holds its list or none: one in the same slot
+            # _RING buckets later came only after this one's turn.
+            cur = self._ring[bucket & _SLOT]
+            self._ring[bucket & _SLOT] = None
+            if self._far:
+                far = self._far.pop(bucket, None)
+                if far is not None:
+                    if cur is None:
+                        cur = far
+                    else:
+                        cur.extend(far)
+            if cur is None:
+                continue
+            self._bucket = bucket
+            break
+        else:
             return False
-        self._bucket = bucket = heappop(self._ids)
-        cur = self._later.pop(bucket)
         cur.sort()
         self._cur = cur
         self._pos = 0

@@ -15,12 +15,13 @@ series often takes its id once (`series_of`) and appends by id (`append`).
 from __future__ import annotations
 
 from array import array
-from typing import Any
+from typing import Any, Final
 
-VALUE_INT = 1  # the value was an int
-TIME_INT = 2  # the time was an int
-KEPT = 4  # time and value kept as recorded in `kept`
-EXACT = 2 ** 53  # ints up to this size survive a round trip through a double
+# Final: compiled, each use is the constant itself, not a lookup in the module's globals.
+VALUE_INT: Final = 1  # the value was an int
+TIME_INT: Final = 2  # the time was an int
+KEPT: Final = 4  # time and value kept as recorded in `kept`
+EXACT: Final = 2 ** 53  # ints up to this size survive a round trip through a double
 
 
 class CounterColumns:

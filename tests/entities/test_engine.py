@@ -256,10 +256,12 @@ def test_prefix_cache_lives_in_free_kv_and_is_evicted_first():
     assert eng._cached_total <= max(0, eng.kv_capacity - eng.kv_used)
 
 
-def _interleaving(use_timers: bool, seed: int, until: float | None = None):
-    """A random cascade of callbacks, each scheduling children after 0, 0.25 or 1 s (ties
-    on purpose), some as SimPy timeouts, some as `Timers` (or all as timeouts), beside a
-    process with urgent events of its own. Returns the (time, tag) log of what ran."""
+def _interleaving(use_timers: bool, seed: int, until: float | None = None,
+                  delays: tuple[float, ...] = (0, 0.25, 1.0, 0.0)):
+    """A random cascade of callbacks, each scheduling children after one of `delays` (by
+    default 0, 0.25 or 1 s: ties on purpose), some as SimPy timeouts, some as `Timers` (or
+    all as timeouts), beside a process with urgent events of its own. Returns the (time,
+    tag) log of what ran."""
     import random
 
     from rlsim.entities.timers import Timers
@@ -277,7 +279,7 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None):
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
             count[0] += 1
             child = f"{tag}.{count[0]}"
-            delay = rng.choice((0, 0.25, 1.0, 0.0))
+            delay = rng.choice(delays)
             as_timer = rng.random() < 0.6
             if as_timer and use_timers:
                 timers.call_in(delay, fire, child)
@@ -310,6 +312,18 @@ def test_timers_run_exactly_where_timeouts_would(seed):
     assert got == ref
     assert got_events == ref_events
     assert len(ref) > 20
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_timers_far_ahead_run_exactly_where_timeouts_would(seed):
+    """Timers a minute or more ahead wait outside the calendar's ring of 64 s (`_far`), and
+    a bucket can have timers in both: the same order as timeouts all the same."""
+    delays = (0, 0.25, 1.0, 63.99, 64.0, 64.015625, 100.0, 128.0, 300.0)
+    ref, ref_events = _interleaving(False, seed, delays=delays)
+    got, got_events = _interleaving(True, seed, delays=delays)
+    assert got == ref
+    assert got_events == ref_events
+    assert max(t for t, _ in ref) > 128
 
 
 def test_timers_stop_with_the_run():
