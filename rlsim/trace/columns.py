@@ -9,7 +9,10 @@ its two numbers (issue 24). Reading them back as `Counter` records is `records.C
 Compiled (rlsim/compiled.py): the engines record a gauge at about one batch change in
 three (804,198 counters in 5 steps of the 1,024-GPU async agentic benchmark), and each
 interpreted call cost about 0.5 us, 4% of that run (issue 40). A writer that records one
-series often takes its id once (`series_of`) and appends by id (`append`).
+series often takes its id once (`series_of`) and appends by id (`append`). Records come in
+through lists, moved into the arrays a few thousand at a time (`flush`): compiled, a list
+append is a direct call, an array's a method lookup and an argument parse each. The arrays
+hold every record after `flush`, which `Recorder.counter_columns` and the readers here call.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ VALUE_INT: Final = 1  # the value was an int
 TIME_INT: Final = 2  # the time was an int
 KEPT: Final = 4  # time and value kept as recorded in `kept`
 EXACT: Final = 2 ** 53  # ints up to this size survive a round trip through a double
+_BATCH: Final = 4096  # records waiting in the lists before they move into the arrays
 
 
 class CounterColumns:
@@ -43,13 +47,31 @@ class CounterColumns:
         self.value: array[float] = array("d")
         self.tag: array[int] = array("B")
         self.kept: dict[int, tuple[Any, Any]] = {}
+        # Records not yet in the arrays: series, time, value (int or float) and tag.
+        self._series: list[int] = []
+        self._t: list[float] = []
+        self._value: list[Any] = []
+        self._tag: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.series)
+        return len(self.series) + len(self._tag)
+
+    def flush(self) -> None:
+        """Move the records waiting in the lists into the arrays."""
+        if self._tag:
+            self.series.extend(self._series)
+            self.t.extend(self._t)
+            self.value.extend(self._value)
+            self.tag.extend(self._tag)
+            self._series.clear()
+            self._t.clear()
+            self._value.clear()
+            self._tag.clear()
 
     # Pickled field by field: a Recorder travels to and from worker processes (draws,
     # sweeps). mypyc's `serializable` class option left __init__'s fields unset (mypy 2.4.1).
     def __getstate__(self) -> dict[str, Any]:
+        self.flush()
         return {"series_id": self.series_id, "tracks": self.tracks, "names": self.names,
                 "series": self.series, "t": self.t, "value": self.value, "tag": self.tag,
                 "kept": self.kept}
@@ -63,6 +85,7 @@ class CounterColumns:
         self.value = state["value"]
         self.tag = state["tag"]
         self.kept = state["kept"]
+        self._series, self._t, self._value, self._tag = [], [], [], []
 
     def clear(self) -> None:
         """No records and no series (in place: writers holding the columns keep them)."""
@@ -70,6 +93,10 @@ class CounterColumns:
         del self.tracks[:], self.names[:]
         del self.series[:], self.t[:], self.value[:], self.tag[:]
         self.kept.clear()
+        self._series.clear()
+        self._t.clear()
+        self._value.clear()
+        self._tag.clear()
 
     def series_of(self, track: str, name: str) -> int:
         """The id of series (track, name), a new one if it has no records yet."""
@@ -85,21 +112,24 @@ class CounterColumns:
         """One record of series `sid`: value `value` at time `t`."""
         if type(t) is float:
             if type(value) is int and -EXACT <= value <= EXACT:
-                self.series.append(sid)
-                self.t.append(t)
-                self.value.append(value)
-                self.tag.append(VALUE_INT)
+                tag = VALUE_INT
+            elif type(value) is float:
+                tag = 0
+            else:
+                self._append_other(sid, t, value)
                 return
-            if type(value) is float:
-                self.series.append(sid)
-                self.t.append(t)
-                self.value.append(value)
-                self.tag.append(0)
-                return
+            self._series.append(sid)
+            self._t.append(t)
+            self._value.append(value)
+            self._tag.append(tag)
+            if len(self._tag) >= _BATCH:
+                self.flush()
+            return
         self._append_other(sid, t, value)
 
     def _append_other(self, sid: int, t: Any, value: Any) -> None:
         """A counter whose time or value is not a float or an exactly stored int."""
+        self.flush()  # its index is its place among all records
         tag = 0
         if type(t) is int and -EXACT <= t <= EXACT:
             tag |= TIME_INT
@@ -122,6 +152,7 @@ class CounterColumns:
 
     def times_values(self, a: int, b: int) -> tuple[list[Any], list[Any]]:
         """Times and values of records [a, b) as recorded (ints as ints)."""
+        self.flush()
         t: list[Any] = self.t[a:b].tolist()
         v: list[Any] = self.value[a:b].tolist()
         tag = self.tag[a:b]
@@ -144,6 +175,7 @@ class CounterColumns:
 
     def row(self, i: int) -> tuple[str, str, Any, Any]:
         """Record i as (track, name, t, value), as recorded."""
+        self.flush()
         g = self.tag[i]
         sid = self.series[i]
         if g & KEPT:

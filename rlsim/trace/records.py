@@ -73,6 +73,7 @@ class CounterView:
 
     def __iter__(self) -> Iterator[Counter]:
         cols = self._cols
+        cols.flush()
         n = len(cols)
         tracks, names = cols.tracks, cols.names
         for a in range(0, n, _CHUNK):
@@ -137,7 +138,8 @@ class Recorder:
     def counter_columns(self) -> CounterColumns:
         """The counters' columns, for readers that take them whole (the Parquet sink) and
         writers that append by series id (the engines' gauges). The same object for the
-        recorder's life."""
+        recorder's life; every record is in its arrays when this returns."""
+        self._counters.flush()
         return self._counters
 
     # Positional-only by naming (`_track`...), not by `/`: an attribute may be called

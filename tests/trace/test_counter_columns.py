@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rlsim.config.contracts import parquet_metadata
-from rlsim.trace import Counter, Recorder, records
+from rlsim.trace import Counter, Recorder, columns, records
 from rlsim.trace.sinks import read_parquet, write_parquet
 
 MIXED = [  # (track, name, t, value): every kind of time and value the columns tell apart
@@ -78,6 +78,25 @@ def test_counters_assignable_and_picklable():
     assert _exact(list(rec.counters)) == _exact([Counter(*row) for row in MIXED])
     back = pickle.loads(pickle.dumps(rec))
     assert _exact(list(back.counters)) == _exact(list(rec.counters))
+
+
+def test_records_waiting_to_move_into_the_arrays_read_back_in_place():
+    """Records wait in lists and move into the arrays a batch at a time
+    (`columns._BATCH`): with a record kept as recorded between two batches, a pickle and
+    reads taken midway see every record in its place."""
+    n = columns._BATCH + 5
+    rows = [("e", "kv", float(i), i) for i in range(n)] + [MIXED[4]] + [
+        ("e", "f", n + 0.5, 0.25 * i) for i in range(n)] + MIXED
+    rec = Recorder()
+    cols = rec.counter_columns
+    for i, row in enumerate(rows):
+        cols.append(cols.series_of(row[0], row[1]), row[2], row[3])
+        if i in (3, n, n + 1, 2 * n):
+            assert len(rec.counters) == i + 1
+            assert _exact([rec.counters[i]]) == _exact([Counter(*row)])
+    expected = _exact([Counter(*r) for r in rows])
+    assert _exact(list(rec.counters)) == expected
+    assert _exact(list(pickle.loads(pickle.dumps(rec)).counters)) == expected
 
 
 def test_attrs_may_be_called_track_or_name():
