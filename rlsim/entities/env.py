@@ -40,12 +40,13 @@ class EnvPool:
         # is free whichever worker that is: the ends of the steps still running say when,
         # once all W are busy. While fewer than 7/8 of the workers are busy they are a plain
         # list, appended to and purged of past ends only when it reaches W entries (no heap
-        # push and pop per step: most pools never run out of workers); beyond that, a heap
-        # of floats, until the steps in flight fall to half the workers (`_take`).
+        # push and pop per step: most pools never run out of workers; a purge comes at most
+        # once every W/8 steps); beyond that, a heap of floats, until the steps in flight
+        # fall to 3/4 of the workers (`_take`).
         self._busy: list[float] = []
         self._heaped = False
         self._list_max = workers * 7 // 8
-        self._list_min = workers // 2
+        self._list_min = workers * 3 // 4
         self.steps = 0
         self._timers = Timers.of(env)
 

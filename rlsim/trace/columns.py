@@ -18,6 +18,7 @@ hold every record after `flush`, which `Recorder.counter_columns` and the reader
 from __future__ import annotations
 
 from array import array
+from struct import pack
 from typing import Any, Final
 
 # Final: compiled, each use is the constant itself, not a lookup in the module's globals.
@@ -58,11 +59,15 @@ class CounterColumns:
 
     def flush(self) -> None:
         """Move the records waiting in the lists into the arrays."""
-        if self._tag:
-            self.series.extend(self._series)
-            self.t.extend(self._t)
-            self.value.extend(self._value)
-            self.tag.extend(self._tag)
+        n = len(self._tag)
+        if n:
+            # Packed, then appended as bytes: an array's `extend` parses each item as
+            # `append` does, three to four times slower. The same doubles (both convert
+            # with PyFloat_AsDouble) in the machine's layout, as the arrays keep them.
+            self.series.frombytes(pack(f"{n}I", *self._series))
+            self.t.frombytes(pack(f"{n}d", *self._t))
+            self.value.frombytes(pack(f"{n}d", *self._value))
+            self.tag.frombytes(bytes(self._tag))
             self._series.clear()
             self._t.clear()
             self._value.clear()
