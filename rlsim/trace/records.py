@@ -54,7 +54,11 @@ class Counter(NamedTuple):
 Record = Span | Instant | Counter
 
 _CHUNK = 65_536  # counters rebuilt per batch while iterating: bounds the memory it takes
-_new_counter = partial(tuple.__new__, Counter)  # Counter from a 4-tuple without Python code
+# Records from a tuple without Python code (a NamedTuple's own __new__ is a Python function:
+# an interpreted frame per span, one per engine busy period in a large run).
+_new_counter = partial(tuple.__new__, Counter)
+_new_span = partial(tuple.__new__, Span)
+_new_instant = partial(tuple.__new__, Instant)
 
 
 class CounterView:
@@ -150,10 +154,10 @@ class Recorder:
     def span(self, _track: str, _name: str, _t0: Any, _t1: Any, **attrs: Any) -> None:
         if _t1 < _t0:
             raise ValueError(f"span {_track}/{_name} ends before it starts ({_t0} > {_t1})")
-        self.spans.append(Span(_track, _name, _t0, _t1, attrs))
+        self.spans.append(_new_span((_track, _name, _t0, _t1, attrs)))
 
     def instant(self, _track: str, _name: str, _t: Any, **attrs: Any) -> None:
-        self.instants.append(Instant(_track, _name, _t, attrs))
+        self.instants.append(_new_instant((_track, _name, _t, attrs)))
 
     def counter(self, track: str, name: str, t: Any, value: Any) -> None:
         cols = self._counters
