@@ -91,15 +91,11 @@ demo: $(STAMP) $(COMPILED)
 	  --variant policy.name=one_off,policy.placement=disaggregated \
 	  --out runs/demo
 
-# mypy runs beside pytest, one core each (pytest is one process): 28 s of a cold mypy off
-# the wall time on 2 cores. Its report is printed after the tests; either failing fails.
 test: $(STAMP) $(COMPILED)
 	$(BIN)/ruff check rlsim calibration crosscheck tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	  $(BIN)/pytest; tests=$$?; \
-	  wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; \
-	  [ $$tests = 0 ] && [ $$typed = 0 ]
+	$(BIN)/pytest
 
 # CI runs this after `make test`: no torch installed, the simulator's tests still pass
 # (tests that need torch skip themselves), and on the pure-Python modules (RLSIM_PURE_PYTHON),
