@@ -68,10 +68,13 @@ class CounterColumns:
             self.t.frombytes(pack(f"{n}d", *self._t))
             self.value.frombytes(pack(f"{n}d", *self._value))
             self.tag.frombytes(bytes(self._tag))
-            self._series.clear()
-            self._t.clear()
-            self._value.clear()
-            self._tag.clear()
+            self._drop_pending()
+
+    def _drop_pending(self) -> None:
+        self._series.clear()
+        self._t.clear()
+        self._value.clear()
+        self._tag.clear()
 
     # Pickled field by field: a Recorder travels to and from worker processes (draws,
     # sweeps). mypyc's `serializable` class option left __init__'s fields unset (mypy 2.4.1).
@@ -98,10 +101,7 @@ class CounterColumns:
         del self.tracks[:], self.names[:]
         del self.series[:], self.t[:], self.value[:], self.tag[:]
         self.kept.clear()
-        self._series.clear()
-        self._t.clear()
-        self._value.clear()
-        self._tag.clear()
+        self._drop_pending()
 
     def series_of(self, track: str, name: str) -> int:
         """The id of series (track, name), a new one if it has no records yet."""
