@@ -17,12 +17,20 @@ NOTORCH_STAMP := $(NOTORCH)/.installed
 LOCK := requirements.lock
 LOCK_NOTORCH := requirements-notorch.lock
 TORCH := torch==2.13.0
+# uv installs the lock (about 30 s on 2 cores against pip's 80: it fetches and byte-compiles
+# in parallel). uv itself comes first, by pip, from its own entry in the same lock, hashes
+# checked: the lines from `uv==` to its last hash.
 PIP_LOCKED := pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r
+UV_LOCKED := uv pip install --quiet --link-mode copy --compile-bytecode --require-hashes \
+  --no-deps -r
+UV_ENTRY = sed -n '/^uv==/,/[^\\]$$/p' $(1) > $(2)/uv.txt
 PIP_SELF := pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 
 $(STAMP): pyproject.toml $(LOCK)
 	$(PY) -m venv $(VENV)
-	$(BIN)/$(PIP_LOCKED) $(LOCK)
+	$(call UV_ENTRY,$(LOCK),$(VENV))
+	$(BIN)/$(PIP_LOCKED) $(VENV)/uv.txt
+	$(BIN)/$(UV_LOCKED) $(LOCK) --python $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(TORCH)
 	$(BIN)/$(PIP_SELF)
 	sha256sum $(LOCK) > $(VENV)/rlsim-lock.sha256
@@ -30,7 +38,9 @@ $(STAMP): pyproject.toml $(LOCK)
 
 $(NOTORCH_STAMP): pyproject.toml $(LOCK_NOTORCH)
 	$(PY) -m venv $(NOTORCH)
-	$(NOTORCH)/bin/$(PIP_LOCKED) $(LOCK_NOTORCH)
+	$(call UV_ENTRY,$(LOCK_NOTORCH),$(NOTORCH))
+	$(NOTORCH)/bin/$(PIP_LOCKED) $(NOTORCH)/uv.txt
+	$(NOTORCH)/bin/$(UV_LOCKED) $(LOCK_NOTORCH) --python $(NOTORCH)/bin/python
 	$(NOTORCH)/bin/$(PIP_SELF)
 	sha256sum $(LOCK_NOTORCH) > $(NOTORCH)/rlsim-lock.sha256
 	touch $(NOTORCH_STAMP)

@@ -5,6 +5,7 @@ locked dependencies are the ones its metadata states."""
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -77,10 +78,31 @@ def test_torch_deps_are_torchs_own():
 
 def test_make_installs_from_the_locks_with_hashes():
     makefile = (ROOT / "Makefile").read_text()
-    assert "--require-hashes --no-deps -r" in makefile
-    assert "$(BIN)/$(PIP_LOCKED) $(LOCK)" in makefile
-    assert "$(NOTORCH)/bin/$(PIP_LOCKED) $(LOCK_NOTORCH)" in makefile
+    assert "PIP_LOCKED := pip install --quiet --disable-pip-version-check --require-hashes " \
+        "--no-deps -r" in makefile
+    assert "--require-hashes \\\n  --no-deps -r" in makefile  # UV_LOCKED
+    for venv, lock in (("$(VENV)", "$(LOCK)"), ("$(NOTORCH)", "$(LOCK_NOTORCH)")):
+        bin_ = "$(BIN)" if venv == "$(VENV)" else "$(NOTORCH)/bin"
+        assert f"$(call UV_ENTRY,{lock},{venv})" in makefile
+        assert f"{bin_}/$(PIP_LOCKED) {venv}/uv.txt" in makefile
+        assert f"{bin_}/$(UV_LOCKED) {lock} --python {bin_}/python" in makefile
     assert "--no-deps $(TORCH)" in makefile and "TORCH := torch==2.13.0" in makefile
+
+
+@pytest.mark.parametrize("lock", [LOCK, LOCK_NOTORCH], ids=lambda p: p.name)
+def test_uv_is_bootstrapped_from_its_own_hashed_entry(lock: Path, tmp_path: Path):
+    """`make` installs uv first with pip, from the lines UV_ENTRY cuts out of the lock:
+    exactly uv's pin and all of its hashes, nothing of the next package."""
+    out = subprocess.run(["make", "-s", "-f", "-", "entry"], cwd=ROOT, check=True,
+                         capture_output=True, text=True,
+                         input=f"include Makefile\nentry:\n\t$(call UV_ENTRY,{lock},{tmp_path})\n")
+    assert out.returncode == 0
+    cut = entries(tmp_path / "uv.txt")
+    assert [(n, v) for n, v, _, _ in cut] == \
+        [(n, v) for n, v, _, _ in entries(lock) if n == "uv"]
+    assert cut[0][3] == next(h for n, _, _, h in entries(lock) if n == "uv") >= 1
+    text = (tmp_path / "uv.txt").read_text()
+    assert not text.rstrip().endswith("\\") and "# via" not in text
 
 
 def test_the_root_entry_points_are_the_lock():
