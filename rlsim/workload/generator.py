@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,13 @@ PROMPT_ID_STRIDE = 1_000_000
 _REDRAW_KEY = 2**20  # stream keys of redrawn responses: (step, chunk, _REDRAW_KEY, attempt)
 _AGENTIC_KEY = 2**21  # stream keys of agentic draws: (step, chunk, _AGENTIC_KEY + what)
 """prompt_id = step * PROMPT_ID_STRIDE + index, so a step holds at most this many prompts."""
+
+
+def _chunk_rows(first: int, n: int) -> slice:
+    """Prompts `first` to n - 1 within the chunks drawn for them (from chunk
+    first // CHUNK_PROMPTS on)."""
+    start = first // CHUNK_PROMPTS * CHUNK_PROMPTS
+    return slice(first - start, n - start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,15 +277,18 @@ class Workload:
                 "prompt of the trace has"
             )
 
-    def _prompt_draws(self, step: int, n: int) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Per prompt: difficulty z ~ N(0,1), prompt noise ~ N(0,1), trace pick ~ U[0,1)."""
+    def _prompt_draws(self, step: int, n: int, first: int = 0,
+                      ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Per prompt `first` to n - 1: difficulty z ~ N(0,1), prompt noise ~ N(0,1), trace
+        pick ~ U[0,1). Drawn chunk by chunk, so the rows are the same whatever `first`."""
         z, noise, pick = [], [], []
-        for chunk in range(math.ceil(n / CHUNK_PROMPTS)):
+        for chunk in range(first // CHUNK_PROMPTS, math.ceil(n / CHUNK_PROMPTS)):
             rng = keyed_stream(self._seed_seq, step, chunk, 0)
             z.append(rng.standard_normal(CHUNK_PROMPTS))
             noise.append(rng.standard_normal(CHUNK_PROMPTS))
             pick.append(rng.random(CHUNK_PROMPTS))
-        return np.concatenate(z)[:n], np.concatenate(noise)[:n], np.concatenate(pick)[:n]
+        rows = _chunk_rows(first, n)
+        return np.concatenate(z)[rows], np.concatenate(noise)[rows], np.concatenate(pick)[rows]
 
     def _response_noise(self, step: int, n: int, s: int) -> FloatArray:
         """Per response: independent N(0,1) noise, shape (n, s)."""
@@ -318,13 +329,14 @@ class Workload:
         return prompts, responses
 
     def _agentic_normals(self, step: int, n: int, what: int, shape: tuple[int, ...],
-                         ) -> FloatArray:
-        """Standard normals of one kind of agentic draw, (n, *shape), chunk by chunk like the
-        other draws so a batch is a prefix of any larger one."""
+                         first: int = 0) -> FloatArray:
+        """Standard normals of one kind of agentic draw for prompts `first` to n - 1,
+        (n - first, *shape), chunk by chunk like the other draws so a batch is a prefix of
+        any larger one."""
         rows = [keyed_stream(self._seed_seq, step, chunk, _AGENTIC_KEY + what)
                 .standard_normal((CHUNK_PROMPTS, *shape))
-                for chunk in range(math.ceil(n / CHUNK_PROMPTS))]
-        return np.concatenate(rows)[:n]
+                for chunk in range(first // CHUNK_PROMPTS, math.ceil(n / CHUNK_PROMPTS))]
+        return np.concatenate(rows)[_chunk_rows(first, n)]
 
     def _agentic(self, step: int, n: int, s: int, first: int = 0) -> list[PromptGroup]:
         """Synthetic multi-turn trajectories (groups `first` to n - 1 of the step's first n).
@@ -333,41 +345,54 @@ class Workload:
         draws."""
         a = self.cfg.agentic
         assert a is not None and self._prompt_q is not None and self._response_q is not None
+        if first >= n:
+            return []
         q = self._agentic_q
         rho, t_max, cap = self._rho, a.max_turns, self.cfg.max_response_len
-        z, prompt_noise, _ = self._prompt_draws(step, n)
+        # Only the groups asked for are drawn and transformed (a policy that replaces a few
+        # groups asks for the last few of a large batch): every draw is keyed by its chunk
+        # of prompts and every transform is elementwise, so the values are the same.
+        z, prompt_noise, _ = self._prompt_draws(step, n, first)
         shared = math.sqrt(rho) * z
         own = math.sqrt(1.0 - rho)
         turns = np.clip(np.rint(q["turns"](
-            shared[:, None] + own * self._agentic_normals(step, n, 0, (s,)))), 1, t_max)
+            shared[:, None] + own * self._agentic_normals(step, n, 0, (s,), first))), 1, t_max)
         lengths = to_tokens(self._response_q(
-            shared[:, None, None] + own * self._agentic_normals(step, n, 1, (s, t_max))), cap)
-        env_s = np.maximum(q["env_step"](self._agentic_normals(step, n, 2, (s, t_max))), 0.0)
-        obs = to_tokens(q["obs_tokens"](self._agentic_normals(step, n, 3, (s, t_max))),
+            shared[:, None, None]
+            + own * self._agentic_normals(step, n, 1, (s, t_max), first)), cap)
+        env_s = np.maximum(q["env_step"](self._agentic_normals(step, n, 2, (s, t_max), first)),
+                           0.0)
+        obs = to_tokens(q["obs_tokens"](self._agentic_normals(step, n, 3, (s, t_max), first)),
                         self.cfg.max_prompt_len)
-        reset = (np.maximum(q["env_reset"](self._agentic_normals(step, n, 4, (s,))), 0.0)
+        reset = (np.maximum(q["env_reset"](self._agentic_normals(step, n, 4, (s,), first)), 0.0)
                  if "env_reset" in q else None)
         c = self._prompt_corr
         prompts = to_tokens(self._prompt_q(c * z + math.sqrt(1.0 - c * c) * prompt_noise),
                             self.cfg.max_prompt_len)
         first_id = step * PROMPT_ID_STRIDE
-        # Python numbers of the groups asked for (tolist: no numpy scalar per value), then a
-        # sample's turns: every turn but the last is followed by an environment step.
-        rows = slice(first, n)
-        n_turns, resp = turns[rows].tolist(), lengths[rows].tolist()
-        env_l, obs_l, prompt_l = env_s[rows].tolist(), obs[rows].tolist(), prompts[rows].tolist()
-        reset_l = None if reset is None else reset[rows].tolist()
+        # Python numbers (tolist: no numpy scalar per value), then a sample's turns: every
+        # turn but the last is followed by an environment step.
+        n_turns, resp = turns.tolist(), lengths.tolist()
+        env_l, obs_l, prompt_l = env_s.tolist(), obs.tolist(), prompts.tolist()
+        reset_l = None if reset is None else reset.tolist()
+        # Turns are built in C (tuple.__new__ over zipped columns): no Python call per turn.
+        new, capped = tuple.__new__, a.max_context_len
         out = []
         for g in range(n - first):
             samples = []
+            totals_l = []
             for j in range(s):
                 last = int(n_turns[g][j]) - 1
                 r, e, o = resp[g][j], env_l[g][j], obs_l[g][j]
-                sample = (*map(Turn, r[:last], e[:last], o[:last]), Turn(r[last], 0.0, 0))
-                if a.max_context_len is not None:
-                    sample = context_capped(sample, prompt_l[g], a.max_context_len)
+                cols = zip(r[:last], e[:last], o[:last], strict=True)
+                sample = (*map(new, repeat(Turn, last), cols), new(Turn, (r[last], 0.0, 0)))
+                if capped is not None:
+                    sample = context_capped(sample, prompt_l[g], capped)
+                    totals_l.append(sum(t.response_tokens + t.obs_tokens for t in sample))
+                else:
+                    totals_l.append(sum(r[:last + 1]) + sum(o[:last]))
                 samples.append(sample)
-            totals = tuple(sum(t.response_tokens + t.obs_tokens for t in sm) for sm in samples)
+            totals = tuple(totals_l)
             out.append(PromptGroup(
                 first_id + first + g, prompt_l[g], totals, cap, turns=tuple(samples),
                 reset_s=None if reset_l is None else tuple(reset_l[g])))

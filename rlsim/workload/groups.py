@@ -9,20 +9,26 @@ tokens unless a policy aborts the response early.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(NamedTuple):
     """One turn of a multi-turn sample: a generated response, then (unless it is the last
     turn) an environment step that takes `env_s` seconds and appends `obs_tokens` tokens of
-    observation to the context."""
+    observation to the context.
+
+    A named tuple, not a dataclass: a synthetic agentic batch builds ~90,000 of them
+    (1,056 groups of 8 samples of ~10 turns), in C with `tuple.__new__` at ~0.1 us each
+    where a frozen dataclass's `__init__` took ~0.7 us; and a tuple of numbers is dropped
+    from the garbage collector's lists after its first pass, while a slotted instance is
+    visited at every full collection for as long as its trajectory lives."""
 
     response_tokens: int
-    """Tokens generated in this turn (>= 1, capped at max_response_len)."""
+    # Tokens generated in this turn (>= 1, capped at max_response_len).
     env_s: float = 0.0
-    """Latency of the environment step after this turn, in seconds (0 for the last turn)."""
+    # Latency of the environment step after this turn, in seconds (0 for the last turn).
     obs_tokens: int = 0
-    """Observation tokens the environment step appends (0 for the last turn)."""
+    # Observation tokens the environment step appends (0 for the last turn).
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rlsim.workload.generator import CHUNK_PROMPTS
 from tests.workload.helpers import make_workload
 
 
@@ -43,3 +44,14 @@ def test_first_gives_the_tail_of_the_same_batch(fields: dict) -> None:
     for k in (0, 1, 17, 39, 40):
         tail = w.batch(2, 40, 6, first=k)
         assert tail == whole[k:] and repr(tail) == repr(whole[k:])
+
+
+@pytest.mark.parametrize("fields", [{}, {"agentic": AGENTIC}], ids=["single-turn", "agentic"])
+def test_first_past_a_chunk_draws_only_its_chunks_and_gives_the_same_tail(fields: dict) -> None:
+    """Prompts are drawn in chunks of CHUNK_PROMPTS: `first` in a later chunk draws from
+    that chunk on, and its groups are still exactly the tail of the whole batch."""
+    w = make_workload(**fields)
+    n = 2 * CHUNK_PROMPTS + 5
+    whole = w.batch(1, n, 2)
+    for k in (CHUNK_PROMPTS - 1, CHUNK_PROMPTS, CHUNK_PROMPTS + 7, 2 * CHUNK_PROMPTS, n - 1):
+        assert w.batch(1, n, 2, first=k) == whole[k:]
