@@ -18,10 +18,8 @@ class Turn(NamedTuple):
     observation to the context.
 
     A named tuple, not a dataclass: a synthetic agentic batch builds ~90,000 of them
-    (1,056 groups of 8 samples of ~10 turns), in C with `tuple.__new__` at ~0.1 us each
-    where a frozen dataclass's `__init__` took ~0.7 us; and a tuple of numbers is dropped
-    from the garbage collector's lists after its first pass, while a slotted instance is
-    visited at every full collection for as long as its trajectory lives."""
+    (1,056 groups of 8 samples of ~10 turns), in C with `tuple.__new__` over zipped columns,
+    2.5 times as fast as a frozen dataclass's interpreted `__init__`."""
 
     response_tokens: int
     # Tokens generated in this turn (>= 1, capped at max_response_len).
