@@ -33,7 +33,7 @@ when to launch, keep, stop or drop a sample; they never redo this arithmetic.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from operator import attrgetter
@@ -43,6 +43,7 @@ from mypy_extensions import mypyc_attr
 
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.workload import Turn
+from rlsim.workload.groups import Turns
 
 if TYPE_CHECKING:
     from rlsim.entities.cluster import Cluster
@@ -204,10 +205,10 @@ class Rollout:
     # The state every sample has is in slots; what only some policies or schemes set (a
     # recorded reward latency, a reset, hooks, a stop) is a class default until set (in the
     # instance's __dict__), so a plain single-turn sample costs few attribute writes.
-    __slots__ = ("__dict__", "attempt", "context", "engine", "epoch", "faults", "first_rid",
-                 "job", "keyed", "last", "on_finish", "prompt_id", "prompt_tokens", "request",
-                 "response_tokens", "rid", "slot", "state", "t_turn", "task", "turn", "turns",
-                 "uid", "version")
+    __slots__ = ("__dict__", "_env_s", "_obs", "_out", "attempt", "context", "engine", "epoch",
+                 "faults", "first_rid", "job", "keyed", "last", "on_finish", "prompt_id",
+                 "prompt_tokens", "request", "response_tokens", "rid", "slot", "state",
+                 "t_turn", "task", "turn", "turns", "uid", "version")
 
     reward_s: float | None = None  # a recorded reward latency (replayed rollouts)
     reset_s: float = 0.0  # the environment reset before the first turn
@@ -217,7 +218,7 @@ class Rollout:
     stopped: bool = False
 
     def __init__(self, job: RolloutJob, prompt_id: int, prompt_tokens: int,
-                 response_tokens: int, turns: tuple[Turn, ...] | None = None,
+                 response_tokens: int, turns: Sequence[Turn] | None = None,
                  slot: int = 0, reward_s: float | None = None, reset_s: float = 0.0,
                  task: str | None = None, keyed: bool = False,
                  on_finish: Callable[[Sample], None] | None = None, first_rid: int = 0) -> None:
@@ -225,8 +226,18 @@ class Rollout:
         self.prompt_id = prompt_id
         self.prompt_tokens = prompt_tokens
         self.response_tokens = response_tokens
-        self.turns = turns
-        self.last = last = 0 if turns is None else len(turns) - 1
+        # A sample's turns as columns (`Turns`; a tuple of `Turn` is converted once): a turn
+        # reads one number of each from the rollout's own slots, not a `Turn` object.
+        self.turns: Turns | None = None if turns is None else Turns.of(turns)
+        if self.turns is None:
+            self._out: tuple[int, ...] = ()
+            self._env_s: tuple[float, ...] = ()
+            self._obs: tuple[int, ...] = ()
+        else:
+            self._out = self.turns.response_tokens
+            self._env_s = self.turns.env_s
+            self._obs = self.turns.obs_tokens
+        self.last = last = 0 if turns is None else len(self._out) - 1
         self.slot = slot  # its place in the batch that launched it
         if reward_s is not None:
             self.reward_s = reward_s
@@ -335,8 +346,7 @@ class Rollout:
         and observation."""
         if self.turns is None:
             return self.prompt_tokens
-        return self.prompt_tokens + sum(t.response_tokens + t.obs_tokens
-                                        for t in self.turns[:turn])
+        return self.prompt_tokens + sum(self._out[:turn]) + sum(self._obs[:turn])
 
     # ------------------------------------------------------------------ turns
     def submit(self) -> None:
@@ -376,8 +386,8 @@ class Rollout:
         else:
             job.rid = rid = job.rid + 1
         self.rid = rid
-        turns = self.turns  # the current turn's response length
-        out = self.response_tokens if turns is None else turns[self.turn].response_tokens
+        # the current turn's response length
+        out = self.response_tokens if self.turns is None else self._out[self.turn]
         req = Request(rid, self.context, out, prefix, _turn_done, self,
                       (self.uid << _ATTEMPT_BITS) | self.attempt if self.keyed else None)
         self.request = req
@@ -395,7 +405,7 @@ class Rollout:
             self.faults.env_step(self)
             return
         assert self.turns is not None
-        self.job.env_pool.run_then(self.turns[self.turn].env_s, self._env_done, self.attempt)
+        self.job.env_pool.run_then(self._env_s[self.turn], self._env_done, self.attempt)
 
     def _env_done(self, attempt: int) -> None:
         if attempt == self.attempt and self.alive:
@@ -438,7 +448,7 @@ class Rollout:
                 self._check_whole()
             sample = Sample(self.prompt_id, prompt, self.context - prompt, self.version,
                             self.reward_s, self.task, last_response,
-                            sum(t.obs_tokens for t in turns), self)
+                            sum(self._obs), self)
         if self.on_finish is not None:
             self.on_finish(sample)
 
@@ -488,7 +498,7 @@ def _turn_done(req: Request) -> None:
                                r.task, None, 0, r))
         return
     i = r.turn
-    r.context += req.generated + turns[i].obs_tokens
+    r.context += req.generated + r._obs[i]
     faults = r.faults
     if faults is not None:
         faults.turn_done(r, r.job.env._now - r.t_turn)

@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +89,7 @@ class _Slot(Rollout):
     __slots__ = ("done", "finished", "group")
 
     def __init__(self, job: RolloutJob, group: _Group, slot: int, response_tokens: int,
-                 turns: tuple[Turn, ...] | None, reset_s: float) -> None:
+                 turns: Sequence[Turn] | None, reset_s: float) -> None:
         super().__init__(job, group.prompt_id, group.prompt_tokens, response_tokens, turns,
                          slot=slot, reset_s=reset_s, task=group.task, keyed=True)
         self.group = group

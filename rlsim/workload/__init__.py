@@ -6,9 +6,9 @@ step and reward latency) and nothing about how they are served. Uses only `rlsim
 """
 
 from rlsim.workload.generator import Workload
-from rlsim.workload.groups import PromptGroup, Turn
+from rlsim.workload.groups import PromptGroup, Turn, Turns
 from rlsim.workload.polytrace import load_polytrace
 from rlsim.workload.rollouts import load_rollouts
 from rlsim.workload.stats import summary
 
-__all__ = ["PromptGroup", "Turn", "Workload", "load_polytrace", "load_rollouts", "summary"]
+__all__ = ["PromptGroup", "Turn", "Turns", "Workload", "load_polytrace", "load_rollouts", "summary"]

@@ -18,8 +18,8 @@ only appends: `batch(k, m, s)` is a prefix (in prompts and in samples) of `batch
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,7 @@ from rlsim.workload.distributions import (
     resolve_path,
     to_tokens,
 )
-from rlsim.workload.groups import PromptGroup, Turn
+from rlsim.workload.groups import PromptGroup, Turn, Turns
 from rlsim.workload.multiturn import read_multiturn
 from rlsim.workload.polytrace import read_polytrace
 from rlsim.workload.rng import keyed_stream
@@ -81,7 +81,7 @@ def task_of_prompts(cfg: WorkloadConfig, n: int) -> list[int]:
     return out
 
 
-def context_capped(turns: tuple[Turn, ...], prompt_tokens: int, max_context_len: int,
+def context_capped(turns: Sequence[Turn], prompt_tokens: int, max_context_len: int,
                    ) -> tuple[Turn, ...]:
     """A trajectory's turns as a framework with a context cap runs them (ROLL's agentic env
     managers, make_decision: a turn generates at most sequence_length - context tokens, and
@@ -375,20 +375,19 @@ class Workload:
         n_turns, resp = turns.tolist(), lengths.tolist()
         env_l, obs_l, prompt_l = env_s.tolist(), obs.tolist(), prompts.tolist()
         reset_l = None if reset is None else reset.tolist()
-        # Turns are built in C (tuple.__new__ over zipped columns): no Python call per turn.
-        new, capped = tuple.__new__, a.max_context_len
+        # A sample's turns are three slices (`Turns`), not an object per turn.
+        capped = a.max_context_len
         out = []
         for g in range(n - first):
-            samples = []
+            samples: list[Sequence[Turn]] = []
             totals_l = []
             for j in range(s):
                 last = int(n_turns[g][j]) - 1
-                r, e, o = resp[g][j], env_l[g][j], obs_l[g][j]
-                cols = zip(r[:last], e[:last], o[:last], strict=True)
-                sample = (*map(new, repeat(Turn, last), cols), new(Turn, (r[last], 0.0, 0)))
+                r, o = resp[g][j], obs_l[g][j]
+                sample = Turns(tuple(r[:last + 1]), (*env_l[g][j][:last], 0.0), (*o[:last], 0))
                 if capped is not None:
-                    sample = context_capped(sample, prompt_l[g], capped)
-                    totals_l.append(sum(t.response_tokens + t.obs_tokens for t in sample))
+                    sample = Turns.of(context_capped(sample, prompt_l[g], capped))
+                    totals_l.append(sum(sample.response_tokens) + sum(sample.obs_tokens))
                 else:
                     totals_l.append(sum(r[:last + 1]) + sum(o[:last]))
                 samples.append(sample)

@@ -1,15 +1,17 @@
 """The unit of work a workload hands to a policy: one prompt and its group of responses.
 
-Owns `PromptGroup`, an immutable record of lengths in tokens, and `Turn`, one turn of a
-recorded multi-turn sample. Response lengths are final: already capped at the job's max
-response length (per turn for multi-turn samples), so an engine generates exactly that many
-tokens unless a policy aborts the response early.
+Owns `PromptGroup`, an immutable record of lengths in tokens, `Turn`, one turn of a
+multi-turn sample, and `Turns`, a sample's turns as columns. Response lengths are final:
+already capped at the job's max response length (per turn for multi-turn samples), so an
+engine generates exactly that many tokens unless a policy aborts the response early.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from itertools import repeat
+from typing import NamedTuple, overload
 
 
 class Turn(NamedTuple):
@@ -29,6 +31,70 @@ class Turn(NamedTuple):
     # Observation tokens the environment step appends (0 for the last turn).
 
 
+_NEW = tuple.__new__
+
+
+class Turns(Sequence[Turn]):
+    """A sample's turns, in order, kept as three columns (a tuple each) rather than a
+    `Turn` per turn: a synthetic agentic batch holds ~85,000 turns, and a rollout reads one
+    number a turn. It is a sequence of `Turn` (indexing builds one; a slice is a `Turns`)
+    and equals a tuple of the same turns. The last turn's `env_s` and `obs_tokens` are 0."""
+
+    __slots__ = ("env_s", "obs_tokens", "response_tokens")
+
+    def __init__(self, response_tokens: tuple[int, ...], env_s: tuple[float, ...],
+                 obs_tokens: tuple[int, ...]) -> None:
+        if not len(response_tokens) == len(env_s) == len(obs_tokens):
+            raise ValueError(f"turn columns of different lengths: {len(response_tokens)} "
+                             f"responses, {len(env_s)} env_s, {len(obs_tokens)} obs_tokens")
+        self.response_tokens = response_tokens
+        self.env_s = env_s
+        self.obs_tokens = obs_tokens
+
+    @classmethod
+    def of(cls, turns: Iterable[Turn]) -> Turns:
+        """The columns of `turns` (a `Turns` is returned as it is)."""
+        if isinstance(turns, Turns):
+            return turns
+        rows = tuple(turns)
+        return cls(tuple(t.response_tokens for t in rows), tuple(t.env_s for t in rows),
+                   tuple(t.obs_tokens for t in rows))
+
+    def __len__(self) -> int:
+        return len(self.response_tokens)
+
+    @overload
+    def __getitem__(self, i: int) -> Turn: ...
+    @overload
+    def __getitem__(self, i: slice) -> Turns: ...
+    def __getitem__(self, i: int | slice) -> Turn | Turns:
+        if isinstance(i, slice):
+            return Turns(self.response_tokens[i], self.env_s[i], self.obs_tokens[i])
+        return _NEW(Turn, (self.response_tokens[i], self.env_s[i], self.obs_tokens[i]))
+
+    def __iter__(self) -> Iterator[Turn]:
+        return map(_NEW, repeat(Turn), zip(self.response_tokens, self.env_s,
+                                               self.obs_tokens, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Turns):
+            return (self.response_tokens == other.response_tokens
+                    and self.env_s == other.env_s and self.obs_tokens == other.obs_tokens)
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))  # as the tuple it equals
+
+    def __repr__(self) -> str:
+        return f"Turns({list(self)!r})"
+
+    def __reduce__(self) -> tuple[type[Turns], tuple[tuple[int, ...], tuple[float, ...],
+                                                     tuple[int, ...]]]:
+        return Turns, (self.response_tokens, self.env_s, self.obs_tokens)
+
+
 @dataclass(frozen=True, slots=True)
 class PromptGroup:
     """One prompt of a training step with the lengths of its GRPO responses."""
@@ -43,9 +109,10 @@ class PromptGroup:
     responses and observations (which may exceed max_response_len)."""
     max_response_tokens: int
     """The cap the responses were clamped to (the engine's max_tokens)."""
-    turns: tuple[tuple[Turn, ...], ...] | None = None
-    """Recorded rollouts only: the turns of each sample, in order; None for synthetic and
-    PolyTrace workloads (every sample is then one turn of response_tokens)."""
+    turns: tuple[Sequence[Turn], ...] | None = None
+    """Multi-turn samples only (recorded rollouts, multi-turn traces, synthetic agentic
+    trajectories): the turns of each sample, in order (a tuple of `Turn`, or `Turns`);
+    None otherwise (every sample is then one turn of response_tokens)."""
     reward_s: tuple[float | None, ...] | None = None
     """Recorded rollouts only: each sample's measured reward latency in seconds (None where
     the recording has none); None when no sample of the group has one."""

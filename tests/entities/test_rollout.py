@@ -12,6 +12,7 @@ from rlsim.entities.env import EnvPool
 from rlsim.entities.rollout import Rollout, RolloutJob, Sample
 from rlsim.trace import Recorder
 from rlsim.workload import Turn
+from rlsim.workload.groups import Turns
 from tests.conftest import ToyCost
 
 TURNS = (Turn(30, 2.0, 7), Turn(20, 1.5, 5), Turn(10))  # 72 tokens after the prompt
@@ -238,3 +239,21 @@ def test_lock_step_hooks_hold_a_sample_between_turns_and_steps():
     r.submit()
     job.env.run()
     assert len(got) == 1 and got[0].response_tokens == 72
+
+
+@pytest.mark.parametrize("turns", [TURNS, Turns.of(TURNS)], ids=["tuple", "columns"])
+def test_a_rollout_runs_the_same_turns_from_a_tuple_or_columns(turns):
+    """A rollout keeps its turns as columns (`Turns`) whatever it is given: each turn's
+    request, context and environment step are those of the tuple of `Turn`."""
+    job, submitted = _job()
+    r = Rollout(job, 1, 100, 72, turns)
+    done = _finished(job, r)
+    assert r.turns == TURNS and isinstance(r.turns, Turns)
+    assert [r.context_at(k) for k in range(4)] == [100, 137, 162, 172]
+    r.start(0)
+    job.env.run()
+    assert [(q.prompt_tokens, q.output_tokens) for q in submitted] == \
+        [(100, 30), (137, 20), (162, 10)]
+    assert submitted[1].t_submit - submitted[0].t_finish == pytest.approx(2.0)
+    assert submitted[2].t_submit - submitted[1].t_finish == pytest.approx(1.5)
+    assert len(done) == 1 and done[0].response_tokens == 72 and done[0].observation_tokens == 12

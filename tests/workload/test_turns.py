@@ -1,0 +1,39 @@
+"""`Turns`, a sample's turns as columns: a sequence of `Turn` that equals the tuple of the
+same turns, slices to `Turns`, pickles, and is what a rollout reads its turns from."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlsim.workload.groups import Turn, Turns
+
+turn_lists = st.lists(st.builds(Turn, st.integers(1, 10**6), st.floats(0, 1e4),
+                                st.integers(0, 10**5)), min_size=1, max_size=40)
+
+
+@given(turn_lists, st.integers(-45, 45), st.integers(-45, 45))
+def test_turns_behave_as_the_tuple_of_their_turns(rows: list[Turn], i: int, j: int) -> None:
+    as_tuple = tuple(rows)
+    cols = Turns.of(rows)
+    assert len(cols) == len(as_tuple) and tuple(cols) == as_tuple and list(cols) == rows
+    assert cols == as_tuple and as_tuple == cols and hash(cols) == hash(as_tuple)
+    assert cols[i:j] == as_tuple[i:j] and isinstance(cols[i:j], Turns)
+    if -len(rows) <= i < len(rows):
+        assert cols[i] == as_tuple[i] and type(cols[i]) is Turn
+    else:
+        with pytest.raises(IndexError):
+            cols[i]
+    assert sum(t.response_tokens + t.obs_tokens for t in cols) == \
+        sum(cols.response_tokens) + sum(cols.obs_tokens)
+    assert pickle.loads(pickle.dumps(cols)) == cols
+    assert Turns.of(cols) is cols
+
+
+def test_columns_of_different_lengths_are_refused() -> None:
+    with pytest.raises(ValueError, match="different lengths"):
+        Turns((1, 2), (0.5,), (3, 0))
+
