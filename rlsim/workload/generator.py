@@ -212,7 +212,7 @@ class Workload:
         if self._rollouts is not None:
             return self._replay_rollouts(step, n, s)[first:]
         self._check_request(step, n, s)
-        if n == 0:
+        if n == 0 or first >= n:
             return []
         if self._pool is not None:
             return self._replay_pool(step, n, s)[first:]
@@ -221,18 +221,19 @@ class Workload:
             return self._agentic(step, n, s, first)
         if self._trace_response_tokens is not None:
             prompts, responses = self._replay(step, n, s)
+            prompts, responses = prompts[first:], responses[first:]
         else:
-            prompts, responses = self._synthesize(step, n, s)
+            prompts, responses = self._synthesize(step, n, s, first)
         cap = self.cfg.max_response_len
-        first_id = step * PROMPT_ID_STRIDE
+        first_id = step * PROMPT_ID_STRIDE + first
         names = [t.name for t in self.cfg.tasks or []]
-        tasks = task_of_prompts(self.cfg, n) if names else [None] * n
+        tasks = task_of_prompts(self.cfg, n)[first:] if names else [None] * (n - first)
         return [
             PromptGroup(first_id + i, p, tuple(r), cap,
                         task=None if k is None else names[k])
             for i, (p, r, k) in enumerate(zip(prompts.tolist(), responses.tolist(), tasks,
                                               strict=True))
-        ][first:]
+        ]
 
     def redraw(self, group: PromptGroup, n_samples: int, attempt: int = 1) -> PromptGroup:
         """The prompt of `group` generated again with `n_samples` fresh responses (a policy
@@ -290,8 +291,9 @@ class Workload:
         rows = _chunk_rows(first, n)
         return np.concatenate(z)[rows], np.concatenate(noise)[rows], np.concatenate(pick)[rows]
 
-    def _response_noise(self, step: int, n: int, s: int) -> FloatArray:
-        """Per response: independent N(0,1) noise, shape (n, s)."""
+    def _response_noise(self, step: int, n: int, s: int, first: int = 0) -> FloatArray:
+        """Per response of prompts `first` to n - 1: independent N(0,1) noise, shape
+        (n - first, s)."""
         blocks = math.ceil(s / SAMPLE_BLOCK)
         rows = [
             np.hstack([
@@ -300,21 +302,24 @@ class Workload:
                 )
                 for b in range(blocks)
             ])
-            for chunk in range(math.ceil(n / CHUNK_PROMPTS))
+            for chunk in range(first // CHUNK_PROMPTS, math.ceil(n / CHUNK_PROMPTS))
         ]
-        return np.vstack(rows)[:n, :s]
+        return np.vstack(rows)[_chunk_rows(first, n), :s]
 
-    def _synthesize(self, step: int, n: int, s: int) -> tuple[IntArray, IntArray]:
+    def _synthesize(self, step: int, n: int, s: int, first: int = 0,
+                    ) -> tuple[IntArray, IntArray]:
+        """Prompt and response lengths of prompts `first` to n - 1 (only those are drawn:
+        the draws are keyed by chunk of prompts and every transform is elementwise)."""
         # Gaussian copula: the scores of one group share sqrt(rho) z, so any two have
         # correlation rho, while each score is N(0,1) and hence has the configured marginal.
         assert self._prompt_q is not None
-        z, prompt_noise, _ = self._prompt_draws(step, n)
-        noise = self._response_noise(step, n, s)
+        z, prompt_noise, _ = self._prompt_draws(step, n, first)
+        noise = self._response_noise(step, n, s, first)
         rho = self._rho
         scores = math.sqrt(rho) * z[:, None] + math.sqrt(1.0 - rho) * noise
         if self._task_q:
             # Each task's prompts take their lengths from the task's own marginal.
-            task = np.asarray(task_of_prompts(self.cfg, n))
+            task = np.asarray(task_of_prompts(self.cfg, n)[first:])
             lengths = np.empty_like(scores)
             for k, q in enumerate(self._task_q):
                 rows = task == k

@@ -46,7 +46,13 @@ def test_first_gives_the_tail_of_the_same_batch(fields: dict) -> None:
         assert tail == whole[k:] and repr(tail) == repr(whole[k:])
 
 
-@pytest.mark.parametrize("fields", [{}, {"agentic": AGENTIC}], ids=["single-turn", "agentic"])
+TASKS = [{"name": "math", "share": 0.3, "response_len": {"dist": "lognormal", "median": 900,
+                                                         "sigma": 0.7}},
+         {"name": "code", "share": 0.7}]
+
+
+@pytest.mark.parametrize("fields", [{}, {"agentic": AGENTIC}, {"tasks": TASKS}],
+                         ids=["single-turn", "agentic", "tasks"])
 def test_first_past_a_chunk_draws_only_its_chunks_and_gives_the_same_tail(fields: dict) -> None:
     """Prompts are drawn in chunks of CHUNK_PROMPTS: `first` in a later chunk draws from
     that chunk on, and its groups are still exactly the tail of the whole batch."""
