@@ -384,19 +384,15 @@ class Workload:
         capped = a.max_context_len
         out = []
         for g in range(n - first):
-            samples: list[Sequence[Turn]] = []
-            totals_l = []
+            samples: list[Turns] = []
             for j in range(s):
                 last = int(n_turns[g][j]) - 1
                 r, o = resp[g][j], obs_l[g][j]
                 sample = Turns(tuple(r[:last + 1]), (*env_l[g][j][:last], 0.0), (*o[:last], 0))
                 if capped is not None:
                     sample = Turns.of(context_capped(sample, prompt_l[g], capped))
-                    totals_l.append(sum(sample.response_tokens) + sum(sample.obs_tokens))
-                else:
-                    totals_l.append(sum(r[:last + 1]) + sum(o[:last]))
                 samples.append(sample)
-            totals = tuple(totals_l)
+            totals = tuple(sum(t.response_tokens) + sum(t.obs_tokens) for t in samples)
             out.append(PromptGroup(
                 first_id + first + g, prompt_l[g], totals, cap, turns=tuple(samples),
                 reset_s=None if reset_l is None else tuple(reset_l[g])))
