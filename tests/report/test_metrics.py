@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlsim.report.metrics import summarize
 from rlsim.report.perfetto import chrome_trace
@@ -102,3 +104,42 @@ def test_controller_phase_is_reported_in_step_order():
     rec.span("controller", "controller", 130.0, 131.5, step=1, calls=4)
     s = summarize(rec, wall_s=0.1, events=7)
     assert s["phase_time_s"]["controller"] == pytest.approx(1.0)
+
+
+def _loop_busy(spans: list, t0: float | None = None, t1: float | None = None) -> dict:
+    """GPU-seconds busy per pool as a plain loop over the spans (what `_BusySpans` must
+    equal bit for bit): whole spans, or each clipped to [t0, t1]."""
+    out: dict[str, float] = {}
+    for s in spans:
+        if s.name != "busy":
+            continue
+        if t0 is None or t1 is None:
+            dur = s.t1 - s.t0
+        else:
+            dur = min(s.t1, t1) - max(s.t0, t0)
+            if not dur > 0:
+                continue
+        pool = str(s.attrs["pool"])
+        out[pool] = out.get(pool, 0.0) + dur * float(s.attrs["gpus"])
+    return out
+
+
+@given(st.lists(st.tuples(st.sampled_from(["rollout.e0", "rollout.e1", "train.t"]),
+                          st.sampled_from(["busy", "abort"]),
+                          st.one_of(st.integers(0, 50), st.floats(0, 50)),
+                          st.floats(0, 30), st.sampled_from(["a", "b", "c"]),
+                          st.integers(1, 8), st.integers(0, 10**6)), max_size=40),
+       st.floats(0, 60), st.floats(0, 60))
+def test_busy_columns_sum_exactly_as_a_loop(rows, w0, w1):
+    """The busy spans' columns give the very floats a loop over the spans gives, per pool,
+    whole or clipped to a window, and the rollout engines' generated tokens (issue 40)."""
+    from rlsim.report.metrics import _BusySpans
+    from rlsim.trace import Span
+
+    spans = [Span(track, name, t0, t0 + dt, {"pool": pool, "gpus": gpus, "tokens": tokens})
+             for track, name, t0, dt, pool, gpus, tokens in rows]
+    cols = _BusySpans.of(spans)
+    assert cols.gpu_seconds() == _loop_busy(spans)
+    assert cols.gpu_seconds_within(w0, w1) == _loop_busy(spans, w0, w1)
+    assert cols.rollout_tokens == sum(s.attrs["tokens"] for s in spans
+                                      if s.name == "busy" and s.track.startswith("rollout."))
