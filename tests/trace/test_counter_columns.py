@@ -168,7 +168,7 @@ def test_collector_settings_come_back():
 
     before = gc.get_threshold()
     with _collector_tuned():
-        assert gc.get_threshold()[0] == 50_000
+        assert gc.get_threshold()[0] == 200_000
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     with pytest.raises(RuntimeError), _collector_tuned():
