@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from itertools import compress
+from itertools import compress, islice
 from operator import itemgetter, methodcaller
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -70,7 +70,6 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
     # One pass over the spans: the controller's few, and the busy spans (most of a large
     # run's) as columns for every figure that sums them.
     controller = [s for s in recorder.spans if s.track == CONTROLLER]
-    busy_spans = _BusySpans.of(recorder.spans)
     all_steps = sorted((s for s in controller if s.name == "step"), key=lambda s: s.t1)
     sim_time = max((s.t1 for s in all_steps), default=0.0)
     steps = [s for s in all_steps if kept(s)] if rollbacks else all_steps
@@ -89,13 +88,15 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
              if i.track == "cluster" and i.name == "pool"}
     window = [s for s in steps if s.t0 >= start]
     alone = gen_alone(controller)
-    steady = _figures(controller, busy_spans, window, start, sim_time, pools, kept,
+    # work after the window's end is not simulated (spans open at the end of the run end
+    # there); clipping also drops the warm-up's share
+    busy = busy_time(recorder.spans, [(start, sim_time), (0.0, sim_time)])
+    steady = _figures(controller, busy.within[0], window, start, sim_time, pools, kept,
                       bool(rollbacks), alone)
-    whole = _figures(controller, busy_spans, steps, 0.0, sim_time, pools, kept,
+    whole = _figures(controller, busy.within[1], steps, 0.0, sim_time, pools, kept,
                      bool(rollbacks), alone)
     warnings += _end_warnings(recorder, all_steps, warmup, steady)
-    busy = busy_spans.gpu_seconds()
-    fault_summary = _faults(recorder, busy, busy_spans.rollout_tokens)
+    fault_summary = _faults(recorder, busy.whole, busy.rollout_tokens)
     ends = [i.attrs for i in recorder.instants if i.track == CONTROLLER
             and i.name == "outcomes"]
     attempts = ({k: int(ends[-1][k]) for k in ("trained", "stale", "cancelled", "leftover")}
@@ -206,63 +207,76 @@ def _driver_per_step(driver: dict[str, float], n_steps: int) -> dict[str, float]
     return out
 
 
-class _BusySpans:
-    """The `busy` spans as columns (start, end, GPUs, pool), read from the records once: a
-    large run's spans are nearly all busy spans (25,000 a step at 1,024 GPUs), and a Python
-    loop over them per figure was 4% of an async benchmark's time (issue 40). Sums per pool
-    add the same terms in the same order as a loop over the spans, so they are the same
-    floats."""
+class BusyTime(NamedTuple):
+    """GPU-seconds busy per pool, whole and within windows, from the `busy` spans."""
 
-    def __init__(self, t0: np.ndarray, t1: np.ndarray, gpus: np.ndarray, pool: np.ndarray,
-                 pools: list[str], rollout_tokens: int) -> None:
-        self.t0, self.t1, self.gpus, self.pool, self.pools = t0, t1, gpus, pool, pools
-        self.rollout_tokens = rollout_tokens
-        """Tokens the rollout engines' busy spans generated (`tokens` attribute)."""
+    whole: dict[str, float]
+    """Pool -> GPU-seconds busy over the whole run."""
+    within: list[dict[str, float]]
+    """Per window [t0, t1]: pool -> GPU-seconds busy in it, each span by its overlap (pools
+    with no span overlapping are absent)."""
+    rollout_tokens: int
+    """Tokens the rollout engines' busy spans generated (`tokens` attribute)."""
 
-    @classmethod
-    def of(cls, spans: list[Span]) -> _BusySpans:
+
+_BUSY_CHUNK = 1 << 16
+"""Busy spans read into columns at a time: the columns of a whole run's (25,000 a step at
+1,024 GPUs) would add to the run's peak memory."""
+
+
+def busy_time(spans: Iterable[Span], windows: list[tuple[float, float]],
+              chunk: int = _BUSY_CHUNK) -> BusyTime:
+    """The busy spans' GPU-seconds per pool, whole and within each window, in one pass.
+
+    A large run's spans are nearly all busy spans, and a Python loop over them per figure was
+    4% of an async benchmark's time (issue 40): they are read as columns (start, end, GPUs,
+    pool), `chunk` at a time. Every sum adds the same terms in the same order as a loop
+    over the spans (the running total carried from chunk to chunk), so it is the same float.
+    """
+    whole: dict[str, float] = {}
+    within: list[dict[str, float]] = [{} for _ in windows]
+    tokens = 0
+    codes: defaultdict[str, int] = defaultdict()
+    codes.default_factory = codes.__len__  # a new pool's code: the pools seen before it
+    busy = (s for s in spans if s.name == "busy")
+    while rows := list(islice(busy, chunk)):
         # map() over itemgetters keeps each pass in C (as report.columns does).
-        busy = [s for s in spans if s.name == "busy"]
-        n = len(busy)
-        attrs = list(map(itemgetter(4), busy))
-        names = list(map(str, map(itemgetter("pool"), attrs)))
-        codes = {name: i for i, name in enumerate(dict.fromkeys(names))}
-        rollout = map(methodcaller("startswith", "rollout."), map(str, map(itemgetter(0), busy)))
-        tokens = sum(map(int, compress(map(methodcaller("get", "tokens", 0), attrs), rollout)))
-        return cls(np.fromiter(map(itemgetter(2), busy), dtype=np.float64, count=n),
-                   np.fromiter(map(itemgetter(3), busy), dtype=np.float64, count=n),
-                   np.fromiter(map(float, map(itemgetter("gpus"), attrs)), dtype=np.float64,
-                               count=n),
-                   np.fromiter(map(codes.__getitem__, names), dtype=np.int64, count=n),
-                   list(codes), tokens)
-
-    def _per_pool(self, values: np.ndarray, keep: np.ndarray | None = None) -> dict[str, float]:
-        """Pool -> the sum of `values` over its spans (where `keep`), in span order; pools
-        with no span kept are absent."""
-        out: dict[str, float] = defaultdict(float)
-        for code, name in enumerate(self.pools):
-            sel = self.pool == code if keep is None else (self.pool == code) & keep
-            if sel.any():
-                out[name] = sum(values[sel].tolist(), 0.0)
-        return out
-
-    def gpu_seconds(self) -> dict[str, float]:
-        """Pool -> GPU-seconds busy over the whole run."""
-        return self._per_pool((self.t1 - self.t0) * self.gpus)
-
-    def gpu_seconds_within(self, t0: float, t1: float) -> dict[str, float]:
-        """Pool -> GPU-seconds busy within [t0, t1]: each span by its overlap with it."""
-        overlap = np.minimum(self.t1, t1) - np.maximum(self.t0, t0)
-        return self._per_pool(overlap * self.gpus, overlap > 0)
+        n = len(rows)
+        attrs = list(map(itemgetter(4), rows))
+        pool = np.fromiter(map(codes.__getitem__, map(str, map(itemgetter("pool"), attrs))),
+                           dtype=np.int64, count=n)
+        gpus = np.fromiter(map(float, map(itemgetter("gpus"), attrs)), dtype=np.float64,
+                           count=n)
+        t0 = np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=n)
+        t1 = np.fromiter(map(itemgetter(3), rows), dtype=np.float64, count=n)
+        rollout = map(methodcaller("startswith", "rollout."), map(str, map(itemgetter(0), rows)))
+        tokens += sum(map(int, compress(map(methodcaller("get", "tokens", 0), attrs), rollout)))
+        in_pool = [(name, pool == code) for name, code in codes.items()]
+        _add_per_pool(whole, in_pool, (t1 - t0) * gpus, None)
+        for (w0, w1), out in zip(windows, within, strict=True):
+            overlap = np.minimum(t1, w1) - np.maximum(t0, w0)
+            _add_per_pool(out, in_pool, overlap * gpus, overlap > 0)
+    return BusyTime(whole, within, tokens)
 
 
-def _figures(controller: list[Span], busy_spans: _BusySpans, steps: list[Any], t0: float,
+def _add_per_pool(out: dict[str, float], in_pool: list[tuple[str, np.ndarray]],
+                  values: np.ndarray, keep: np.ndarray | None) -> None:
+    """Add `values` (where `keep`) to each pool's running total in `out`, in order."""
+    for name, sel in in_pool:
+        if keep is not None:
+            sel = sel & keep
+        if sel.any():
+            out[name] = sum(values[sel].tolist(), out.get(name, 0.0))
+
+
+def _figures(controller: list[Span], busy: dict[str, float], steps: list[Any], t0: float,
              t1: float, pools: dict[str, dict[str, Any]], kept: Callable[[Any], bool],
              rolled: bool, alone: list[Interval]) -> dict[str, Any]:
     """The headline figures of the steps `steps` over the window [t0, t1]: phase and train
     spans (of `controller`, the controller's spans) count by their `step` attribute (one_off
-    generates a step's batch during the step before), busy time by its overlap with the
-    window, `alone` (`gen_alone`) by its overlap with the step spans."""
+    generates a step's batch during the step before), `busy` is the GPU-seconds busy per pool
+    within the window (`busy_time`), `alone` (`gen_alone`) by its overlap with the step
+    spans."""
     numbers = {int(s.attrs.get("step", -1)) for s in steps}
     n_steps = len(steps)
     span_s = t1 - t0
@@ -290,10 +304,7 @@ def _figures(controller: list[Span], busy_spans: _BusySpans, steps: list[Any], t
             stale_max = max(stale_max, int(s.attrs.get("staleness_max", 0)))
             if counts:
                 good += n
-    # work after the window's end is not simulated (spans open at the end of the run end
-    # there); clipping also drops the warm-up's share
-    busy = busy_spans.gpu_seconds_within(t0, t1)
-    util = {name: (busy[name] / (p["gpus"] * span_s) if span_s > 0 else 0.0)
+    util = {name: (busy.get(name, 0.0) / (p["gpus"] * span_s) if span_s > 0 else 0.0)
             for name, p in sorted(pools.items())}
     usd_per_hour = sum(p["gpus"] * p["usd_per_gpu_hour"] for p in pools.values())
     usd = usd_per_hour * span_s / 3600.0
@@ -388,7 +399,7 @@ def _faults(recorder: Recorder, busy: dict[str, float], generated: int) -> dict[
     rollout_pools = {str(i.attrs["pool"]) for i in recorder.instants
                      if i.track == "cluster" and i.name == "entity"
                      and i.attrs.get("kind") == "engine"}
-    rollout_busy = sum(busy[p] for p in rollout_pools)
+    rollout_busy = sum(busy.get(p, 0.0) for p in rollout_pools)
     per_token = rollout_busy / generated if generated else 0.0
     down = sum(float(i.attrs["recovery_s"]) * float(i.attrs.get("gpus", 0))
                for i in recovered if i.attrs["kind"] == "engine"

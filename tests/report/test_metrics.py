@@ -130,16 +130,18 @@ def _loop_busy(spans: list, t0: float | None = None, t1: float | None = None) ->
                           st.floats(0, 30), st.sampled_from(["a", "b", "c"]),
                           st.integers(1, 8), st.integers(0, 10**6)), max_size=40),
        st.floats(0, 60), st.floats(0, 60))
-def test_busy_columns_sum_exactly_as_a_loop(rows, w0, w1):
-    """The busy spans' columns give the very floats a loop over the spans gives, per pool,
-    whole or clipped to a window, and the rollout engines' generated tokens (issue 40)."""
-    from rlsim.report.metrics import _BusySpans
+def test_busy_time_sums_exactly_as_a_loop(rows, w0, w1):
+    """Busy time read as columns, a few spans at a time, gives the very floats a loop over
+    the spans gives, per pool, whole or clipped to each window, and the rollout engines'
+    generated tokens (issue 40)."""
+    from rlsim.report import metrics
     from rlsim.trace import Span
 
     spans = [Span(track, name, t0, t0 + dt, {"pool": pool, "gpus": gpus, "tokens": tokens})
              for track, name, t0, dt, pool, gpus, tokens in rows]
-    cols = _BusySpans.of(spans)
-    assert cols.gpu_seconds() == _loop_busy(spans)
-    assert cols.gpu_seconds_within(w0, w1) == _loop_busy(spans, w0, w1)
-    assert cols.rollout_tokens == sum(s.attrs["tokens"] for s in spans
+    # 3 a time: running totals carried across chunks
+    busy = metrics.busy_time(spans, [(w0, w1), (0.0, 60.0)], chunk=3)
+    assert busy.whole == _loop_busy(spans)
+    assert busy.within == [_loop_busy(spans, w0, w1), _loop_busy(spans, 0.0, 60.0)]
+    assert busy.rollout_tokens == sum(s.attrs["tokens"] for s in spans
                                       if s.name == "busy" and s.track.startswith("rollout."))
