@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import hashlib
 import math
 import os
 import types
@@ -302,6 +303,59 @@ def scenario_from_dict(
 
 def _with_source(err: ScenarioError, source: str | None) -> ScenarioError:
     return ScenarioError(err.field, err.message, err.source or source)
+
+
+FILE_KEYS: tuple[str, ...] = ("path", "model", "profile")
+"""Scenario keys whose value may name a file, relative to the scenario's folder: `path`
+always, `model` and `profile` when such a file exists (else a catalogue entry)."""
+
+
+def named_file_digests(data: dict[str, Any], base: Path, overrides: tuple[str, ...] = (),
+                       assignments: tuple[str, ...] = ()) -> dict[str, str]:
+    """Resolved path -> sha256 of every file a scenario mapping names under `FILE_KEYS`
+    (traces, profiles, model files; every file under a folder it names, such as a trace
+    folder), with its `--set` `overrides` applied, and of every file one of the
+    `assignments` (grid settings, each alone) names. What `--resume`
+    compares beside the scenario file's own hash: an edited trace or profile would
+    otherwise mix results of two inputs in one set of runs. An override that cannot be
+    applied is skipped (the runs report it)."""
+    node = copy.deepcopy(data)
+    for assignment in overrides:
+        try:
+            apply_override(node, assignment)
+        except ScenarioError:
+            continue
+    found: set[Path] = set()
+
+    def add(value: Any) -> None:
+        if isinstance(value, str) and value:
+            p = Path(value)
+            p = p if p.is_absolute() else base / p
+            if p.is_file():
+                found.add(p.resolve())
+            elif p.is_dir():
+                found.update(f.resolve() for f in p.rglob("*") if f.is_file())
+
+    def walk(n: Any) -> None:
+        if isinstance(n, dict):
+            for k, v in n.items():
+                if k in FILE_KEYS:
+                    add(v)
+                else:
+                    walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(node)
+    for assignment in assignments:
+        key, _, raw = assignment.partition("=")
+        if key.strip().rsplit(".", 1)[-1] in FILE_KEYS:
+            try:
+                add(yaml.safe_load(raw) if raw.strip() else None)
+            except yaml.YAMLError:
+                add(raw)
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(found)}
 
 
 def rebase_paths(node: Any, base: Path, to: Path | None = None,

@@ -20,14 +20,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlsim import __version__
 from rlsim.config.contracts import stamped
 from rlsim.config.errors import ScenarioError
-from rlsim.config.loading import load_scenario
+from rlsim.config.loading import load_scenario, named_file_digests
 from rlsim.config.unknowns import Unknown, field_value
 from rlsim.draws.design import (
     Dimension,
@@ -64,6 +64,8 @@ class Plan:
     sha256: str           # its content: resuming after an edit would mix results
     overrides: tuple[str, ...]
     seed: int             # the scenario's seed after the overrides
+    files: dict[str, str] = field(default_factory=dict)
+    """sha256 of each file the scenario names (`named_file_digests`): edited, the same."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,9 @@ class DrawSpec:
         return stamped("sweep", {
             "kind": "draws",
             "rlsim_version": __version__,
+            # a plan's files only when it names some: a folder written before them resumes
             "plans": [{"label": p.label, "scenario": str(p.scenario), "sha256": p.sha256,
+                       **({"files": p.files} if p.files else {}),
                        "overrides": list(p.overrides), "seed": p.seed} for p in self.plans],
             "grid": {a.key: list(a.raw) for a in self.grid},
             "unknowns": {d.key: {**d.unknown.model_dump(exclude_defaults=True),
@@ -186,11 +190,13 @@ def build_draw_spec(plans: list[tuple[Path, list[str], str]], n: int, *,
     values = tuple({k: float(round(v)) if k in integer else v for k, v in draw.items()}
                    for draw in raw)
     sources = [read_base(path, tuple(overrides)) for path, overrides, _ in plans]
+    assignments = tuple(f"{a.key}={raw}" for a in axes for raw in a.raw)
     spec = DrawSpec(
         plans=tuple(Plan(label, path.resolve(), hashlib.sha256(path.read_bytes()).hexdigest(),
-                         tuple(overrides), seed_)
-                    for (path, overrides, label), (_, _, seed_) in zip(plans, sources,
-                                                                       strict=True)),
+                         tuple(overrides), seed_,
+                         named_file_digests(data, base_dir, tuple(overrides), assignments))
+                    for (path, overrides, label), (data, base_dir, seed_) in zip(
+                        plans, sources, strict=True)),
         grid=tuple(axes), dims=tuple(dims), integer=integer,
         design="saltelli" if sensitivity else "lhs", base=base, values=values,
         profile=profile,

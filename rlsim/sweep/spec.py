@@ -26,7 +26,7 @@ import hashlib
 import itertools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,7 +36,12 @@ import yaml
 from rlsim import __version__
 from rlsim.config.contracts import stamped
 from rlsim.config.errors import ScenarioError
-from rlsim.config.loading import apply_override, load_scenario, split_overrides
+from rlsim.config.loading import (
+    apply_override,
+    load_scenario,
+    named_file_digests,
+    split_overrides,
+)
 from rlsim.config.scenario import Scenario
 from rlsim.config.streams import rng
 
@@ -137,6 +142,8 @@ class SweepSpec:
     ranges: tuple[Range, ...]
     reps: int
     seed: int                    # the scenario's seed after --set: replicate 0's seed
+    files: dict[str, str] = field(default_factory=dict)
+    """sha256 of each file the scenario names (`named_file_digests`): edited, the same."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -159,6 +166,8 @@ class SweepSpec:
             "rlsim_version": __version__,
             "scenario": str(self.scenario),
             "scenario_sha256": self.scenario_sha256,
+            # only when it names files: a sweep folder written before this field resumes
+            **({"files": self.files} if self.files else {}),
             "overrides": list(self.overrides),
             "grid": {a.key: list(a.raw) for a in self.grid},
             "random": self.random,
@@ -371,5 +380,6 @@ def build_spec(path: Path, overrides: list[str], grids: list[str], random: int |
         scenario=path.resolve(),
         scenario_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
         overrides=sets, grid=tuple(axes), random=random or 0, ranges=tuple(rngs), reps=reps,
-        seed=seed)
+        seed=seed, files=named_file_digests(
+            data, base_dir, sets, tuple(f"{a.key}={raw}" for a in axes for raw in a.raw)))
     return spec, PointContext(data, base_dir, str(path), spec.keys)

@@ -212,3 +212,31 @@ def test_a_worker_that_dies_fails_its_point_and_the_rest_run(scenario, tmp_path,
     assert [f.point for f in outcome.crashed] == [1]
     assert "worker process died" in outcome.crashed[0].why
     assert outcome.table.column("point").to_pylist() == [0, 2, 3] and outcome.partial
+
+
+def test_resume_after_a_named_file_changed_exits_2(tmp_path, monkeypatch, capsys):
+    """A trace the scenario names is part of what --resume compares (issue 39's leftover):
+    an edited trace would otherwise mix results of two inputs in one sweep."""
+    import shutil
+    from pathlib import Path
+
+    from tests.scenarios import tiny, write
+
+    trace = tmp_path / "trace"
+    shutil.copytree(Path(__file__).parents[2] / "traces/polytrace/deepcoder-14b-16k", trace)
+    scenario = write(tmp_path, tiny(workload__response_len=None,
+                                    workload__max_response_len=16000,
+                                    workload__trace={"path": "trace", "order": "shuffle"}),
+                     "traced.yaml")
+    out = tmp_path / "s"
+    args = ["sweep", str(scenario), "--out", str(out), "--grid", "steps=1,2"]
+    assert run_cli([*args, "--json"], monkeypatch, capsys)[0] == 0
+    stored = json.loads((out / "sweep.json").read_text())
+    assert sorted(Path(p).name for p in stored["files"]) == sorted(
+        p.name for p in trace.iterdir())
+    assert run_cli([*args, "--resume", "--json"], monkeypatch, capsys)[0] == 0  # unchanged
+    step = trace / "packed_lengths_step_0.jsonl"
+    step.write_text(step.read_text() + "\n")
+    code, _, err = run_cli([*args, "--resume"], monkeypatch, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--resume" in err and "files" in err

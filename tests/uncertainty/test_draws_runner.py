@@ -242,3 +242,30 @@ def test_two_frameworks_draw_their_own_profiles_and_errors(tmp_path):
             assert len(speeds) == 1 and nemo.ci95[0] / 2 < speeds[0] < nemo.ci95[1] * 2
             assert not any(o.startswith("framework.step_overhead=") and "verl" in o
                            for o in point.overrides)
+
+
+def test_resume_refuses_draws_whose_named_files_changed(tmp_path):
+    """A trace a plan names (here through its overrides) is part of what --resume
+    compares: edited, the draws are refused rather than mixed (issue 39's leftover)."""
+    import shutil
+
+    from rlsim.sweep.store import SPEC_FILE
+
+    trace = tmp_path / "trace"
+    shutil.copytree(Path(__file__).parents[2] / "traces/polytrace/deepcoder-14b-16k", trace)
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS, workload__response_len=None,
+                                workload__max_response_len=16000,
+                                workload__trace={"path": "elsewhere", "order": "shuffle"}))
+    plans = [(path, ["workload.trace.path=trace"], "traced")]
+    spec, ctx = build_draw_spec(plans, 2)
+    files = spec.to_json()["plans"][0]["files"]
+    assert sorted(Path(p).name for p in files) == sorted(p.name for p in trace.iterdir())
+    run_draws(spec, ctx, tmp_path / "d", jobs=1)
+    assert json.loads((tmp_path / "d" / SPEC_FILE).read_text())["plans"][0]["files"] == files
+    again, ctx = build_draw_spec(plans, 2)
+    assert run_draws(again, ctx, tmp_path / "d", jobs=1, resume=True).collected is not None
+    step = trace / "packed_lengths_step_0.jsonl"
+    step.write_text(step.read_text() + "\n")
+    edited, ctx = build_draw_spec(plans, 2)
+    with pytest.raises(ScenarioError, match="plans"):
+        run_draws(edited, ctx, tmp_path / "d", jobs=1, resume=True)
