@@ -15,6 +15,7 @@ no point can run.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from rlsim.config.fleet_loading import is_fleet
 from rlsim.config.loading import (
     apply_override,
     load_scenario,
+    named_file_digests,
     read_yaml_file,
     rebase_paths,
 )
@@ -116,6 +118,18 @@ class Advice:
             "robust": self.robust})
 
 
+_INPUTS = ("scenario_sha256", "files")
+"""options.json's record of the inputs (the scenario file's sha256, and the files it names
+when it names some: `named_file_digests`), compared on --resume but not options a user
+gives. A run folder written before they were recorded resumes without the check."""
+
+
+def _inputs(path: Path, data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    files = named_file_digests(data, base_dir)
+    return {"scenario_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            **({"files": files} if files else {})}
+
+
 def _check_out(out: Path, resume: bool, asked: dict[str, Any]) -> None:
     opts = out / "options.json"
     if resume:
@@ -125,6 +139,14 @@ def _check_out(out: Path, resume: bool, asked: dict[str, Any]) -> None:
         before = json.loads(opts.read_text(encoding="utf-8"))
         before.pop("schema_version", None)  # the file's, not an option
         asked = json.loads(json.dumps(asked))  # as stored: tuples are lists
+        if _INPUTS[0] not in before:  # written before the inputs were recorded
+            asked = {k: v for k, v in asked.items() if k not in _INPUTS}
+        changed = [k for k in _INPUTS if before.get(k) != asked.get(k)]
+        if changed:
+            raise ScenarioError("--resume", f"the scenario file or a file it names (a trace, "
+                                f"a profile) changed since the run in {out} began "
+                                f"({' and '.join(changed)} differ); resume with the same "
+                                "inputs, or give another --out")
         for key in sorted(set(before) | set(asked)):
             if before.get(key) != asked.get(key):
                 raise ScenarioError(f"--{key.replace('_', '-')}", f"the run in {out} was "
@@ -238,10 +260,11 @@ def advise(opts: AdviseOptions, resume: bool = False,
                        {a.split("=", 1)[0] for c in valid for a in space.overrides(c)},
                        opts.draws, FINALISTS + len(objs))
     out = Path(opts.out)
-    _check_out(out, resume, opts.asked())
+    asked = {**opts.asked(), **_inputs(path, data, base_dir)}
+    _check_out(out, resume, asked)
     out.mkdir(parents=True, exist_ok=True)
     if not resume:
-        write_atomic(json.dumps(stamped("advise", opts.asked()), indent=2) + "\n",
+        write_atomic(json.dumps(stamped("advise", asked), indent=2) + "\n",
                      out / "options.json")
     trials = min(opts.trials, len(valid))
     log(f"advise: {len(valid)} valid points of {len(valid) + sum(space.invalid.values())} "
