@@ -46,6 +46,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
         compare_sensitivity_doc,
         interval_doc,
         run_draws,
+        sensitivity_base_rows,
         sensitivity_doc,
         sweep_doc,
     )
@@ -73,6 +74,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
     if sensitivity:
         doc["sensitivity"] = (compare_sensitivity_doc(c) if kind == "compare"
                               else sensitivity_doc(c))
+        doc["sensitivity_base_rows"] = sensitivity_base_rows(c)
     document = stamped("summary" if kind == "run" else kind, {"draws": doc})
     if out is not None:
         tmp = out / f".{DRAWS_FILE}.tmp"
@@ -145,6 +147,10 @@ def sensitivity_lines(doc: dict[str, Any]) -> list[str]:
                for label, by in sens["ratios"].items() for key, rows in by.items()]
     else:
         out = [f"{label}: total index {_top3(sens[key])}" for key, label in METRICS]
+    rows = doc.get("sensitivity_base_rows") or {}
+    if rows and rows["used"] < rows["of"]:
+        out.append(f"(indices over {rows['used']} of {rows['of']} base rows: the others had a "
+                   "run without metrics)")
     return [*out, "(~: its interval overlaps the next one's, so the two are not ranked)"]
 
 

@@ -70,13 +70,32 @@ def _estimates(fa: np.ndarray, fb: np.ndarray, fab: np.ndarray) -> tuple[np.ndar
     return first, total
 
 
-def sobol_indices(values: np.ndarray, n: int, d: int, seed: int = 0) -> list[Indices]:
-    """The indices of each unknown from `values`, f at `Design.points()` (n (d + 2))."""
+def complete_rows(values: np.ndarray, n: int, d: int) -> np.ndarray:
+    """Which base rows have every evaluation finite: f(A), f(B) and each f(AB_i) (a run
+    without metrics is NaN). `values` has the order of `Design.points()`, a last axis of
+    n (d + 2) (leading axes, such as metrics, must all be finite too)."""
+    values = np.asarray(values, dtype=float)
+    blocks = values.reshape(*values.shape[:-1], d + 2, n)
+    finite = np.isfinite(blocks)
+    return np.all(finite.reshape(-1, n), axis=0)
+
+
+def sobol_indices(values: np.ndarray, n: int, d: int, seed: int = 0,
+                  rows: np.ndarray | None = None) -> list[Indices]:
+    """The indices of each unknown from `values`, f at `Design.points()` (n (d + 2)),
+    over the base rows `rows` (a mask; default: every row, `complete_rows`). Each estimator
+    is a mean over base rows, so one whose block lost a run is left out whole; at least two
+    must remain."""
     values = np.asarray(values, dtype=float)
     if values.shape != (n * (d + 2),):
         raise ValueError(f"expected {n * (d + 2)} values, got {values.shape}")
-    fa, fb = values[:n], values[n:2 * n]
-    fab = values[2 * n:].reshape(d, n)
+    keep = complete_rows(values, n, d) if rows is None else rows & complete_rows(values, n, d)
+    if int(keep.sum()) < 2:
+        raise ValueError(f"only {int(keep.sum())} of {n} base rows have every evaluation; "
+                         "the indices need at least two")
+    fa, fb = values[:n][keep], values[n:2 * n][keep]
+    fab = values[2 * n:].reshape(d, n)[:, keep]
+    n = int(keep.sum())
     first, total = _estimates(fa, fb, fab)
     gen = np.random.default_rng(seed)
     boot_first, boot_total = [], []

@@ -26,11 +26,13 @@ from rlsim.draws.summary import (
     compare_doc,
     compare_sensitivity_doc,
     interval_doc,
+    sensitivity_base_rows,
     sensitivity_doc,
     sweep_doc,
 )
 
 __all__ = ["METRICS", "Collected", "DrawSpec", "DrawsOutcome", "build_draw_spec", "collect",
            "compare_doc", "compare_sensitivity_doc", "design_unknowns", "draw_values",
-           "interval_doc", "run_draws", "sensitivity_doc", "sweep_doc",
+           "interval_doc", "run_draws", "sensitivity_base_rows", "sensitivity_doc",
+           "sweep_doc",
            "with_profile_unknowns"]

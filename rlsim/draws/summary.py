@@ -205,33 +205,47 @@ def sweep_doc(c: Collected) -> dict[str, Any]:
     return doc
 
 
-def _indices(values: np.ndarray, c: Collected) -> list[dict[str, Any]]:
-    """Each unknown's Sobol indices of `values` (one per run of the design), largest
-    total first."""
+def _indices(values: np.ndarray, c: Collected, rows: np.ndarray) -> list[dict[str, Any]]:
+    """Each unknown's Sobol indices of `values` (one per run of the design) over the base
+    rows `rows`, largest total first."""
     from rlsim.sensitivity import ranked, sobol_indices
 
     names = list(c.spec.unknowns)
-    idx = sobol_indices(values, c.spec.base, len(names))
+    idx = sobol_indices(values, c.spec.base, len(names), rows=rows)
     return [{"unknown": name, "first": x.first, "first_ci": list(x.first_ci),
              "total": x.total, "total_ci": list(x.total_ci), "ranked_apart": apart}
             for name, x, apart in ranked(names, idx)]
 
 
-def _need_every_run(c: Collected, m: np.ndarray) -> None:
-    if not np.all(np.isfinite(m)):
+def sensitivity_rows(c: Collected, setting: int = 0) -> np.ndarray:
+    """The design's base rows whose every run gave every metric, for every plan (a ratio
+    needs both of its runs): what the indices are estimated over, one set for all metrics.
+    A run without metrics leaves its base row out; fewer than two left is an error."""
+    from rlsim.sensitivity import complete_rows
+
+    m = c.metrics[setting]  # plans x runs x metrics
+    rows = complete_rows(np.moveaxis(m, 1, -1), c.spec.base, len(c.spec.unknowns))
+    if int(rows.sum()) < 2:
         raise ScenarioError("--sensitivity", f"{len(c.failures)} of {c.spec.n_points} "
-                            f"runs gave no metrics (the first: {c.failures[0]}); the "
-                            "indices need every run: narrow the unknowns")
+                            f"runs gave no metrics (the first: {c.failures[0]}), leaving "
+                            f"{int(rows.sum())} of {c.spec.base} base rows with every run; "
+                            "the indices need two: narrow the unknowns")
+    return rows
+
+
+def sensitivity_base_rows(c: Collected, setting: int = 0) -> dict[str, int]:
+    """How many of the design's base rows the indices use (`sensitivity_rows`)."""
+    return {"used": int(sensitivity_rows(c, setting).sum()), "of": c.spec.base}
 
 
 def sensitivity_doc(c: Collected, setting: int = 0, plan: int = 0
                     ) -> dict[str, list[dict[str, Any]]]:
     """Per headline metric, each unknown's first-order and total Sobol indices with their
     bootstrap 95% intervals, largest total first (`ranked_apart`: its interval clears the
-    next one's). Needs every run of the design."""
+    next one's), over the base rows with every run (`sensitivity_rows`)."""
     m = c.metrics[setting, plan]
-    _need_every_run(c, m)
-    return {key: _indices(m[:, i], c) for i, (key, _) in enumerate(METRICS)}
+    rows = sensitivity_rows(c, setting)
+    return {key: _indices(m[:, i], c, rows) for i, (key, _) in enumerate(METRICS)}
 
 
 RATIO_METRICS = ("throughput.samples_per_s", "throughput.tokens_per_s")
@@ -242,11 +256,11 @@ def compare_sensitivity_doc(c: Collected, setting: int = 0) -> dict[str, Any]:
     """`compare --draws --sensitivity`: per variant its metrics' indices (`runs`), and per
     variant after the first the indices of its ratios to the first (`ratios`)."""
     m = c.metrics[setting]
-    _need_every_run(c, m)
+    rows = sensitivity_rows(c, setting)
     labels = [p.label for p in c.spec.plans]
     keys = [k for k, _ in METRICS]
     return {"runs": {label: sensitivity_doc(c, setting, p) for p, label in enumerate(labels)},
             "ratios": {label: {key: _indices(m[p, :, keys.index(key)]
-                                             / m[0, :, keys.index(key)], c)
+                                             / m[0, :, keys.index(key)], c, rows)
                                for key in RATIO_METRICS}
                        for p, label in enumerate(labels) if p}}

@@ -269,3 +269,30 @@ def test_resume_refuses_draws_whose_named_files_changed(tmp_path):
     edited, ctx = build_draw_spec(plans, 2)
     with pytest.raises(ScenarioError, match="plans"):
         run_draws(edited, ctx, tmp_path / "d", jobs=1, resume=True)
+
+
+def test_sensitivity_leaves_out_the_base_rows_of_runs_without_metrics(tmp_path):
+    """A run without metrics drops its base row from the indices, not every index (issue
+    39's leftover); with fewer than two rows left, one line names the failures."""
+    from rlsim.draws import METRICS, sensitivity_base_rows, sensitivity_doc
+
+    path = write(tmp_path, tiny(steps=1, unknowns=UNKNOWNS))
+    spec, ctx = build_draw_spec([(path, [], "s")], 32, sensitivity=True)
+    n = spec.base
+    assert n == 8 and spec.n_points == 32
+
+    def rows(failed: set[int]) -> pa.Table:
+        return pa.Table.from_pylist(
+            [{"point": p, "error": "rollout.tp: too large"} if p in failed else
+             {"point": p, "error": None, **{k: 1.0 + p % 7 + i for i, (k, _) in
+                                            enumerate(METRICS)}}
+             for p in range(spec.n_points)])
+
+    whole = collect(spec, ctx, rows(set()))
+    one = collect(spec, ctx, rows({n + 3}))  # f(B) of base row 3
+    assert sensitivity_base_rows(whole) == {"used": 8, "of": 8}
+    assert sensitivity_base_rows(one) == {"used": 7, "of": 8}
+    doc = sensitivity_doc(one)
+    assert set(doc) == {k for k, _ in METRICS} and all(len(v) == 2 for v in doc.values())
+    with pytest.raises(ScenarioError, match="1 of 8 base rows"):
+        sensitivity_doc(collect(spec, ctx, rows({p for p in range(2 * n, 3 * n) if p != 2 * n})))

@@ -49,3 +49,24 @@ def test_ishigami() -> None:
     for i, (s, st) in enumerate(((0.314, 0.558), (0.442, 0.442), (0.0, 0.244))):
         assert idx[i].first == pytest.approx(s, abs=0.05)
         assert idx[i].total == pytest.approx(st, abs=0.05)
+
+
+def test_a_base_row_with_a_failed_run_is_left_out_whole() -> None:
+    """A run without metrics (NaN) drops its base row, A, B and every AB_i of it: the
+    indices are those of the design without that row, and still near the closed form."""
+    from rlsim.sensitivity import complete_rows
+
+    d = 2
+    design = saltelli_design(d, N, seed=5)
+    values = np.asarray([3.0 * x[0] + 1.0 for x in design.points()])
+    lost = values.copy()
+    lost[N + 7] = np.nan          # f(B) of base row 7
+    lost[2 * N + N + 100] = np.nan  # f(AB_1) of base row 100
+    rows = complete_rows(lost, N, d)
+    assert int(rows.sum()) == N - 2 and not rows[7] and not rows[100]
+    got = sobol_indices(lost, N, d)
+    want = sobol_indices(values, N, d, rows=rows)
+    assert got == want
+    assert got[0].total == pytest.approx(1.0, abs=0.05) and abs(got[1].total) <= 0.05
+    with pytest.raises(ValueError, match="base rows"):
+        sobol_indices(np.where(np.arange(values.size) < N - 1, np.nan, values), N, d)
