@@ -13,7 +13,6 @@ modules only when --draws is given (start-up time).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,7 +49,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
         sensitivity_doc,
         sweep_doc,
     )
-    from rlsim.report.draws_report import DRAWS_FILE, write_draws_report
+    from rlsim.report.draws_report import DRAWS_FILE, write_answer
     from rlsim.sweep import check_executor
     from rlsim.sweep.display import ProgressBar
 
@@ -77,10 +76,7 @@ def draws_command(kind: str, plans: list[tuple[Path, list[str], str]], n: int, *
         doc["sensitivity_base_rows"] = sensitivity_base_rows(c)
     document = stamped("summary" if kind == "run" else kind, {"draws": doc})
     if out is not None:
-        tmp = out / f".{DRAWS_FILE}.tmp"
-        tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, out / DRAWS_FILE)
-        write_draws_report(out, out / "report.html")
+        write_answer(out, document)
     if as_json:
         typer.echo(json.dumps(document))
     else:

@@ -101,9 +101,11 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     """Run the plans (the finalists, then the scenario as given, each labelled by its
     description) at `n` draws and rank them by `rule`. Returns advice.json's `robust`
     section."""
-    from rlsim.draws import build_draw_spec, run_draws
+    from rlsim.config.contracts import stamped
+    from rlsim.draws import build_draw_spec, compare_doc, run_draws
     from rlsim.draws.design import ERROR
     from rlsim.draws.summary import tied_best
+    from rlsim.report.draws_report import write_answer
     from rlsim.sweep.display import ProgressBar
 
     check_rule(rule)
@@ -116,6 +118,9 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     if outcome.sweep.interrupted:
         raise KeyboardInterrupt
     c = outcome.collected
+    # the draws' own answer beside them, as `rlsim compare --draws --out` writes it: what
+    # `rlsim report DIR/draws` redraws
+    write_answer(folder, stamped("compare", {"draws": compare_doc(c)}))
     labels = [p.label for p in spec.plans]
     value = np.full((len(plans), n), np.nan)
     for pid, row in c.rows.items():

@@ -191,3 +191,12 @@ def render_draws(folder: Path) -> str:
 
 def write_draws_report(folder: Path, path: Path) -> None:
     write_atomic(render_draws(folder), Path(path))
+
+
+def write_answer(folder: Path, document: dict[str, Any]) -> None:
+    """A finished set of draws' answer into its folder: DIR/draws.json (the `--json`
+    document) and the report drawn from it, DIR/report.html (what `rlsim report DIR`
+    redraws)."""
+    folder = Path(folder)
+    write_atomic(json.dumps(document, indent=1) + "\n", folder / DRAWS_FILE)
+    write_draws_report(folder, folder / "report.html")

@@ -54,6 +54,11 @@ def test_the_robust_order_decides_and_is_reported(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "o" / "advice.json").read_text())
     assert doc["robust"]["order"] == robust["order"]
     assert (tmp_path / "o" / "draws" / "results").is_dir()
+    # the draws folder holds its own answer and report, as `compare --draws --out` writes
+    draws = json.loads((tmp_path / "o" / "draws" / "draws.json").read_text())["draws"]
+    assert [r["label"] for r in draws["runs"]] == [r["key"] for r in robust["configs"]]
+    assert draws["ran"] == robust["ran"]
+    assert (tmp_path / "o" / "draws" / "report.html").is_file()
 
 
 @pytest.mark.parametrize(("args", "unknowns", "fragment"), [
