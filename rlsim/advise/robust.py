@@ -32,9 +32,6 @@ from rlsim.config.errors import ScenarioError
 ROBUST_RULES = ("p10", "p_best")
 STUMP_AGREEMENT = 0.8
 """The share of draws a threshold must explain to be reported as what the winner depends on."""
-SCALE = {"tokens_per_s": -1, "samples_per_s": -1, "goodput": -1, "usd_per_1k_tokens": 1,
-         "step_time": 1}
-"""How a model-error multiplier f on a run's time moves each figure (x f, / f; others not)."""
 
 
 def check_rule(rule: str) -> None:
@@ -104,7 +101,7 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     from rlsim.config.contracts import stamped
     from rlsim.draws import build_draw_spec, compare_doc, run_draws
     from rlsim.draws.design import ERROR
-    from rlsim.draws.summary import tied_best
+    from rlsim.draws.summary import scaled, tied_best
     from rlsim.report.draws_report import write_answer
     from rlsim.sweep.display import ProgressBar
 
@@ -125,8 +122,9 @@ def robust_advice(plans: list[tuple[Path, list[str], str]], n: int, objective: O
     value = np.full((len(plans), n), np.nan)
     for pid, row in c.rows.items():
         _, d, p = spec.index(pid)
-        figs = figures(row)
-        value[p, d] = figs[objective.name] * c.factors[0, p, d] ** SCALE.get(objective.name, 0)
+        # the figures of the run's summary with its time scaled by its model error
+        figs = figures(scaled(row, c.factors[0, p, d]))
+        value[p, d] = figs[objective.name]
     candidates = list(range(len(plans) - 1))  # the scenario as given is the baseline only
     ok = np.all(np.isfinite(value[candidates]), axis=0)
     signed = np.asarray([[objective.signed(x) for x in row] for row in value])

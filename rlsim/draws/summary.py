@@ -78,11 +78,19 @@ def collect(spec: DrawSpec, ctx: PointContext, table: pa.Table,
                             f"{why or 'not run (interrupted?)'}")
             continue
         ok[pid] = row
+        row = scaled(row, factors[s, p, d])
         for m, (key, _) in enumerate(METRICS):
             value = row.get(key)
             if value is not None:
-                out[s, p, d, m] = float(value) * factors[s, p, d] ** SCALE[key]
+                out[s, p, d, m] = float(value)
     return Collected(spec, out, tuple(failures), ok, factors)
+
+
+def scaled(row: dict[str, Any], factor: float) -> dict[str, Any]:
+    """A run's flattened summary with its time multiplied by the model-error `factor`:
+    each `SCALE` metric times `factor` or divided by it; the others as they are."""
+    return {k: float(v) * factor ** SCALE[k] if k in SCALE and v is not None else v
+            for k, v in row.items()}
 
 
 def _factors(spec: DrawSpec, ctx: PointContext) -> np.ndarray:

@@ -109,3 +109,21 @@ def test_a_threshold_must_beat_the_usual_winner() -> None:
         winners[i] = "a"
     winners[2] = winners[3] = "b"  # b wins exactly below 3.5
     assert depends({"x": values}, winners)["kind"] == "threshold"
+
+
+def test_a_model_error_scales_every_time_figure_once() -> None:
+    """advise's figures of a run whose time is off by a factor f (the draws' model error,
+    applied to the summary once, `scaled`): times x f, rates / f, cost per token x f, the
+    rest as they were."""
+    from rlsim.advise.objectives import figures
+    from rlsim.draws.summary import scaled
+
+    row = {"throughput.tokens_per_s": 1000.0, "throughput.samples_per_s": 2.0,
+           "step_time_s.mean": 50.0, "goodput_samples_per_s": 1.5, "cost.usd_per_hour": 36.0,
+           "staleness.max": 1.0, "throughput.response_tokens_per_sample": 400.0}
+    base, off = figures(row), figures(scaled(row, 1.25))
+    for key, power in (("tokens_per_s", -1), ("samples_per_s", -1), ("goodput", -1),
+                       ("step_time", 1), ("usd_per_1k_tokens", 1), ("staleness", 0),
+                       ("usd_per_hour", 0), ("tokens_per_sample", 0)):
+        assert off[key] == pytest.approx(base[key] * 1.25 ** power), key
+    assert set(off) == set(base)
