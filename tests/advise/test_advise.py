@@ -179,18 +179,20 @@ def test_an_existing_folder_needs_resume_and_the_same_options(tmp_path: Path, mo
                            monkeypatch, capsys)
     assert code == 2 and "no advise run to resume" in err
     # the scenario file is part of what must match: edited, the run is not continued
-    same = ["advise", str(path), "--out", str(out), "--trials", "3", "--reps", "1",
-            "--resume", "--json"]
-    assert run_cli(same, monkeypatch, capsys)[0] == 0
+    from rlsim.advise.run import _check_out
+
+    stored = json.loads((out / "options.json").read_text())
+    asked = {k: v for k, v in stored.items() if k != "schema_version"}
+    _check_out(out, True, asked)  # the same inputs: resumes
     path.write_text(path.read_text() + "\n# edited\n")
-    code, _, err = run_cli(same, monkeypatch, capsys)
+    code, _, err = run_cli(["advise", str(path), "--out", str(out), "--trials", "3",
+                            "--reps", "1", "--resume"], monkeypatch, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "--resume" in err and "scenario_sha256" in err
     # an options.json from before the inputs were recorded resumes as it did
-    options = json.loads((out / "options.json").read_text())
-    del options["scenario_sha256"]
-    (out / "options.json").write_text(json.dumps(options))
-    assert run_cli(same, monkeypatch, capsys)[0] == 0
+    del stored["scenario_sha256"]
+    (out / "options.json").write_text(json.dumps(stored))
+    _check_out(out, True, {**asked, "scenario_sha256": "edited"})
 
 
 def test_the_report_renders_in_a_browser(tmp_path: Path) -> None:
