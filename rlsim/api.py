@@ -23,7 +23,7 @@ import yaml
 
 from rlsim.config.contracts import provenance, stamped
 from rlsim.config.errors import ScenarioError
-from rlsim.config.loading import rebase_paths
+from rlsim.config.loading import FILE_KEYS, rebase_paths
 from rlsim.config.regime import recorded_warning
 from rlsim.config.scenario import Scenario
 from rlsim.entities.cluster import build_cluster
@@ -182,7 +182,7 @@ def resolved_scenario(scenario: dict[str, Any], base_dir: Path | None,
     the same job from wherever it is started."""
     if base_dir is None:
         return scenario
-    return rebase_paths(scenario, base_dir, out_dir, keys=("path", "model", "profile"))
+    return rebase_paths(scenario, base_dir, out_dir, keys=FILE_KEYS)
 
 
 def write_run_folder(out_dir: Path, scenario: dict[str, Any], recorder: Recorder,

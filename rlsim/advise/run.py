@@ -41,6 +41,7 @@ from rlsim.config.contracts import stamped
 from rlsim.config.errors import ScenarioError
 from rlsim.config.fleet_loading import is_fleet
 from rlsim.config.loading import (
+    FILE_KEYS,
     apply_override,
     load_scenario,
     named_file_digests,
@@ -195,7 +196,7 @@ def changes(before: Scenario, after: Scenario) -> list[str]:
 def recommended_yaml(space: Space, key: str, header: str, out: Path) -> str:
     """The scenario file that runs the recommendation (checked to load from `out`)."""
     data = rebase_paths(recommended_data(space, key), space.base_dir, out,
-                        keys=("path", "model", "profile"))
+                        keys=FILE_KEYS)
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
