@@ -145,3 +145,36 @@ def test_busy_time_sums_exactly_as_a_loop(rows, w0, w1):
     assert busy.within == [_loop_busy(spans, w0, w1), _loop_busy(spans, 0.0, 60.0)]
     assert busy.rollout_tokens == sum(s.attrs["tokens"] for s in spans
                                       if s.name == "busy" and s.track.startswith("rollout."))
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=False, width=64),
+                          st.floats(0, 1e4), st.integers(0, 5).map(float)),
+                min_size=1, max_size=60),
+       st.one_of(st.sampled_from([0.0, 50.0, 99.0, 100.0]), st.floats(0, 100)))
+def test_percentile_is_numpys(values, q):
+    """The summary's percentile gives the float `np.percentile` gives (its default method),
+    ties, infinities and a NaN among the values included; it does not import numpy.ma
+    (issue 40: a small run's start)."""
+    import math
+
+    import numpy as np
+
+    from rlsim.report.metrics import percentile
+
+    for xs in (values, [*values, math.nan]):
+        with np.errstate(invalid="ignore"):  # inf - inf, as in ours
+            want = float(np.percentile(np.asarray(xs, dtype=float), q))
+        got = percentile(sorted(xs), q)
+        assert got == want or (math.isnan(got) and math.isnan(want)), (xs, q, got, want)
+
+
+def test_a_summary_does_not_import_numpy_ma():
+    """numpy's percentile would (issue 40): the summary's stays out of it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from rlsim.report.metrics import _stats; "
+            "_stats([3.0, 1.0, 2.0]); print('numpy.ma' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "False"
