@@ -29,7 +29,6 @@ from rlsim.config.scenario import Scenario
 from rlsim.entities.cluster import build_cluster
 from rlsim.policies import Phases, registry
 from rlsim.policies.phases import Progress
-from rlsim.policies.recovery import Recovery
 from rlsim.prepare import PreparedJob, prepare, prepare_file
 from rlsim.report.metrics import summarize
 from rlsim.trace import Recorder
@@ -69,7 +68,10 @@ def simulate(job: Scenario | PreparedJob, base_dir: Path | None = None,
         # recovery is a plug-in: it takes over the job's step hooks (checkpoints, restarts,
         # the trainer restarted alone) and sets the samples' fault hooks and the engines';
         # the fault estimate's stall bound stops a run whose faults keep every step from
-        # finishing (faults.bounds)
+        # finishing (faults.bounds). Imported here: a job without faults does not pay
+        # for it at start.
+        from rlsim.policies.recovery import Recovery
+
         phases.hooks = Recovery(phases, job.faults)
     policy = registry.get(scenario.policy.name).run
     controller = env.process(policy(phases, job.workload))

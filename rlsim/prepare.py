@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rlsim.config.errors import ScenarioError
 from rlsim.config.limits import WorkEstimate, check_work
@@ -42,8 +43,10 @@ from rlsim.config.policy_caps import declaration
 from rlsim.config.scenario import Scenario
 from rlsim.config.streams import stream
 from rlsim.cost.job import CostModels, cost_models
-from rlsim.faults.bounds import FaultEstimate, check_faults
 from rlsim.workload import Workload
+
+if TYPE_CHECKING:
+    from rlsim.faults.bounds import FaultEstimate
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,11 @@ def prepare(scenario: Scenario, base_dir: Path | None = None, *,
     workload = _workload(scenario, base)
     _check_recorded(scenario, workload, costs.kv_tokens)
     _check_fault_targets(scenario, placement)
-    faults = (check_faults(scenario, workload.batch(0), placement)
-              if scenario.faults.any else None)
+    faults = None
+    if scenario.faults.any:
+        from rlsim.faults.bounds import check_faults  # a job without faults skips its import
+
+        faults = check_faults(scenario, workload.batch(0), placement)
     work = check_work(scenario, allow_large)
     return PreparedJob(scenario, base, placement, costs, workload, faults, work)
 
