@@ -7,6 +7,7 @@ JSON on stdout; progress and messages go to stderr.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -29,7 +30,7 @@ from rlsim.cli_common import (
 )
 from rlsim.cli_draws import AddressOpt, ExecutorOpt, JobsOpt, ResumeOpt, draws_command
 from rlsim.cli_fleet import compare_fleets, fleet_report, run_and_show
-from rlsim.cli_plugins import add_plugins
+from rlsim.cli_plugins import add_plugins, command_name
 from rlsim.config.errors import ScenarioError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -750,12 +751,6 @@ def _model_arg(value: str) -> Any:
         fail(f"--model: {err.args[0]} (or give a YAML/JSON file)")
 
 
-# `calibrate` and `validate` are the calibration package's (calibration/cli.py), added
-# through the `rlsim.plugins` entry points: rlsim never imports calibration. Added here,
-# between `estimate` and `list`, so `rlsim --help` lists the commands in the same order.
-add_plugins(app)
-
-
 @app.command("list")
 def list_(what: Annotated[str, typer.Argument(
         help="scenarios | gpus | models | policies | frameworks")]) -> None:
@@ -828,10 +823,52 @@ def schema(
     typer.echo(json.dumps(scenario_json_schema(fleet), indent=2))
 
 
+_plugins_added = False
+
+
+def whole_app() -> typer.Typer:
+    """`app` with the plugins' commands: `calibrate` and `validate` are the calibration
+    package's (calibration/cli.py), added through the `rlsim.plugins` entry points (rlsim
+    never imports calibration). They are found once per process, only when a command line
+    needs them (reading every installed package's entry points is ~0.01 s), and listed
+    between `estimate` and `list`, where `rlsim --help` has always listed them."""
+    global _plugins_added
+    if not _plugins_added:
+        _plugins_added = True
+        builtin = list(app.registered_commands)
+        add_plugins(app)
+        added = app.registered_commands[len(builtin):]
+        at = next((i + 1 for i, info in enumerate(builtin)
+                   if command_name(info) == "estimate"), len(builtin))
+        app.registered_commands = [*builtin[:at], *added, *builtin[at:]]
+    return app
+
+
+def command_app(args: list[str]) -> typer.Typer:
+    """The app that parses the command line `args`: when they start with a command's name,
+    an app holding that command alone (and the options before any command), else the whole
+    app.
+
+    Before it parses anything, typer turns every registered command into a click command:
+    each callback's type hints and a pydantic adapter per parameter, ~0.1 s of CPU in all,
+    a fifth of a small `rlsim run`. The one command's app parses its line as the whole app
+    does (tests/cli/test_cli.py compares each command's help and errors both ways)."""
+    name = args[0] if args else ""
+    commands = [info for info in app.registered_commands if command_name(info) == name]
+    groups = [info for info in app.registered_groups if info.name == name]
+    if len(commands) + len(groups) != 1:
+        # a plugin's command, an option first, `--help`, no command or no such command: the
+        # whole app parses it, or says so
+        return whole_app()
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = commands, groups
+    return one
+
+
 def main() -> None:
     """Entry point: maps ScenarioError to exit 2 and unexpected errors to exit 1."""
     try:
-        code = app(standalone_mode=False)
+        code = command_app(sys.argv[1:])(standalone_mode=False)
         # With standalone_mode off, click returns the code of a typer.Exit instead of exiting.
         sys.exit(code if isinstance(code, int) else 0)
     except ScenarioError as err:

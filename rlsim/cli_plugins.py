@@ -38,13 +38,13 @@ def add_plugins(app: typer.Typer) -> None:
             problem = f"{INSTALL} (plugin {ep.name!r} did not import: {err})"
             continue
         register(app)
-    added = {_name(info) for info in app.registered_commands}
+    added = {command_name(info) for info in app.registered_commands}
     for name, summary in EXPECTED.items():
         if name not in added:
             _add_stand_in(app, name, summary, problem)
 
 
-def _name(info: Any) -> str:
+def command_name(info: Any) -> str:
     """A registered command's name as typer gives it (the function's name by default)."""
     if info.name:
         return str(info.name)

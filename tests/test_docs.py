@@ -114,7 +114,7 @@ def _rlsim_args(args: list[str]) -> list[str] | None:
 def _command_group() -> Any:
     import typer.main
 
-    return typer.main.get_command(cli.app)
+    return typer.main.get_command(cli.whole_app())
 
 
 def parse_rlsim(args: list[str]) -> dict[str, Any]:

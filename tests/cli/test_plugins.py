@@ -38,7 +38,7 @@ def test_the_entry_point_is_installed() -> None:
 
 
 def test_the_app_lists_the_plugin_commands_in_their_old_place() -> None:
-    commands = _commands(cli.app)
+    commands = _commands(cli.whole_app())
     assert list(commands) == ORDER
     for name in ("calibrate", "validate"):
         callback = commands[name].callback  # type: ignore[attr-defined]
