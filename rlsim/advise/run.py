@@ -15,7 +15,6 @@ no point can run.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -43,6 +42,7 @@ from rlsim.config.fleet_loading import is_fleet
 from rlsim.config.loading import (
     FILE_KEYS,
     apply_override,
+    file_sha256,
     load_scenario,
     named_file_digests,
     read_yaml_file,
@@ -127,7 +127,7 @@ gives. A run folder written before they were recorded resumes without the check.
 
 def _inputs(path: Path, data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     files = named_file_digests(data, base_dir)
-    return {"scenario_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    return {"scenario_sha256": file_sha256(path),
             **({"files": files} if files else {})}
 
 

@@ -310,6 +310,13 @@ FILE_KEYS: tuple[str, ...] = ("path", "model", "profile")
 always, `model` and `profile` when such a file exists (else a catalogue entry)."""
 
 
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in blocks (a trace may be large): the hash `--resume`
+    compares for the scenario file and every file it names."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def named_file_digests(data: dict[str, Any], base: Path, overrides: tuple[str, ...] = (),
                        assignments: tuple[str, ...] = ()) -> dict[str, str]:
     """Resolved path -> sha256 of every file a scenario mapping names under `FILE_KEYS`
@@ -355,7 +362,7 @@ def named_file_digests(data: dict[str, Any], base: Path, overrides: tuple[str, .
                 add(yaml.safe_load(raw) if raw.strip() else None)
             except yaml.YAMLError:
                 add(raw)
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(found)}
+    return {str(p): file_sha256(p) for p in sorted(found)}
 
 
 def rebase_paths(node: Any, base: Path, to: Path | None = None,

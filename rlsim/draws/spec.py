@@ -17,7 +17,6 @@ fields (the values each run set), `error`, then the metrics.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import Any
 from rlsim import __version__
 from rlsim.config.contracts import stamped
 from rlsim.config.errors import ScenarioError
-from rlsim.config.loading import load_scenario, named_file_digests
+from rlsim.config.loading import file_sha256, load_scenario, named_file_digests
 from rlsim.config.unknowns import Unknown, field_value
 from rlsim.draws.design import (
     Dimension,
@@ -192,7 +191,7 @@ def build_draw_spec(plans: list[tuple[Path, list[str], str]], n: int, *,
     sources = [read_base(path, tuple(overrides)) for path, overrides, _ in plans]
     assignments = tuple(f"{a.key}={raw}" for a in axes for raw in a.raw)
     spec = DrawSpec(
-        plans=tuple(Plan(label, path.resolve(), hashlib.sha256(path.read_bytes()).hexdigest(),
+        plans=tuple(Plan(label, path.resolve(), file_sha256(path),
                          tuple(overrides), seed_,
                          named_file_digests(data, base_dir, tuple(overrides), assignments))
                     for (path, overrides, label), (data, base_dir, seed_) in zip(

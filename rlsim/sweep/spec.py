@@ -22,7 +22,6 @@ points, which is what lets `--resume` regenerate them.
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
 import math
 import re
@@ -38,6 +37,7 @@ from rlsim.config.contracts import stamped
 from rlsim.config.errors import ScenarioError
 from rlsim.config.loading import (
     apply_override,
+    file_sha256,
     load_scenario,
     named_file_digests,
     split_overrides,
@@ -378,7 +378,7 @@ def build_spec(path: Path, overrides: list[str], grids: list[str], random: int |
     data, base_dir, seed = read_base(path, sets)
     spec = SweepSpec(
         scenario=path.resolve(),
-        scenario_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        scenario_sha256=file_sha256(path),
         overrides=sets, grid=tuple(axes), random=random or 0, ranges=tuple(rngs), reps=reps,
         seed=seed, files=named_file_digests(
             data, base_dir, sets, tuple(f"{a.key}={raw}" for a in axes for raw in a.raw)))
