@@ -850,9 +850,10 @@ def command_app(args: list[str]) -> typer.Typer:
     app.
 
     Before it parses anything, typer turns every registered command into a click command:
-    each callback's type hints and a pydantic adapter per parameter, ~0.1 s of CPU in all,
-    a fifth of a small `rlsim run`. The one command's app parses its line as the whole app
-    does (tests/cli/test_cli.py compares each command's help and errors both ways)."""
+    each callback's type hints and a pydantic adapter per parameter, ~9% of a small `rlsim
+    run`'s instructions (benchmarks/RESULTS.md). The one command's app parses its line as
+    the whole app does (tests/cli/test_command_app.py compares each command's help and
+    usage errors both ways)."""
     name = args[0] if args else ""
     commands = [info for info in app.registered_commands if command_name(info) == name]
     groups = [info for info in app.registered_groups if info.name == name]
