@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -18,18 +19,21 @@ FILES = sorted(p for p in SCENARIOS.rglob("*.yaml")
 FLEETS = [p for p in FILES if is_fleet(yaml.safe_load(p.read_text()))]
 
 
-def _schema(monkeypatch, capsys, *flags: str) -> dict:
+def _schema(monkeypatch, capsys, *flags: str) -> Any:
+    """A validator of the schema `rlsim schema FLAGS` prints, once that schema is checked
+    against its metaschema (jsonschema is a dev dependency of ray's; skip without it).
+    Checked once per schema, not per file: the check was most of this module's 40 s."""
+    jsonschema = pytest.importorskip("jsonschema")
     code, out, err = run_cli(["schema", *flags], monkeypatch, capsys)
     assert code == 0, err
-    return json.loads(out)
-
-
-def _errors(schema: dict, data: object) -> list[str]:
-    """Validation errors (jsonschema is a dev dependency of ray's; skip without it)."""
-    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(out)
     jsonschema.Draft202012Validator.check_schema(schema)
-    return [f"{list(e.path)}: {e.message}"
-            for e in jsonschema.Draft202012Validator(schema).iter_errors(data)]
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _errors(validator: Any, data: object) -> list[str]:
+    """The validation errors of `data`."""
+    return [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(data)]
 
 
 def test_shipped_scenarios_validate_against_the_printed_schemas(monkeypatch, capsys):
@@ -47,7 +51,8 @@ def test_shipped_scenarios_validate_against_the_printed_schemas(monkeypatch, cap
 
 def test_fleet_schema_names_fleet_fields_and_rejects_bad_jobs(monkeypatch, capsys):
     fleet = _schema(monkeypatch, capsys, "--fleet")
-    assert {"kind", "pools", "policy", "templates", "jobs", "trace"} <= set(fleet["properties"])
+    assert {"kind", "pools", "policy", "templates", "jobs", "trace"} <= set(
+        fleet.schema["properties"])
     data = yaml.safe_load((SCENARIOS / "rollmux" / "temporal-rollmux.yaml").read_text())
     data["jobs"][0]["slo"] = "fast"
     data["jobs"].append({"name": "no-template"})  # a full job needs its own fields
