@@ -746,15 +746,20 @@ class InferenceCost:
                 per_pair = self._attn_flops_per_pair
                 per_flop = self._attn_layer_s_per_flop
                 per_token = self._kv_layer_s_per_token
-                parts = []
+                # The chunks' parts added left to right from 0.0, as Python 3.11's `sum` of
+                # floats does (the same value), without a list and a call of the builtin per
+                # iteration (issue 40), and the same on 3.12, whose `sum` compensates.
+                parts = 0.0
                 for tokens, context in prefill_chunks:
                     t_flops = tokens * (context + (tokens + 1) / 2.0) * per_pair * per_flop
                     t_mem = (context + tokens) * per_token
-                    parts.append(fixed + (t_mem if t_mem > t_flops else t_flops) - fixed)
-                attention += fixed + sum(parts)
+                    parts += fixed + (t_mem if t_mem > t_flops else t_flops) - fixed
+                attention += fixed + parts
             else:
-                attention += fixed + sum(self._layer_prefill_attention_s(tokens, context) - fixed
-                                         for tokens, context in prefill_chunks)
+                parts = 0.0
+                for tokens, context in prefill_chunks:
+                    parts += self._layer_prefill_attention_s(tokens, context) - fixed
+                attention += fixed + parts
         elif prefill_tokens:
             attention += self._layer_prefill_attention_s(prefill_tokens, prefill_context_tokens)
         return attention
@@ -822,16 +827,21 @@ class InferenceCost:
         one when `prefill_tokens` come without `prefill_chunks`), plus `prefill_overhead_s`
         when the iteration prefills, plus `eager_overhead_s` without CUDA graphs."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
-        if prefill_chunks is not None and sum(t for t, _ in prefill_chunks) != prefill_tokens:
-            raise ValueError("prefill_chunks must add up to prefill_tokens")
+        seqs = decode_seqs
+        if prefill_chunks is not None:
+            # The chunks' tokens and the sequences with tokens, in one pass.
+            chunked = 0
+            for tokens, _ in prefill_chunks:
+                chunked += tokens
+                if tokens:
+                    seqs += 1
+            if chunked != prefill_tokens:
+                raise ValueError("prefill_chunks must add up to prefill_tokens")
+        elif prefill_tokens:
+            seqs += 1
         m = decode_seqs + prefill_tokens
         if m == 0:
             return _ZERO
-        seqs = decode_seqs
-        if prefill_chunks is not None:
-            seqs += sum(1 for tokens, _ in prefill_chunks if tokens)
-        elif prefill_tokens:
-            seqs += 1
         if self.pp > 1:
             return self._pp_step(m, seqs, decode_seqs, kv_tokens, prefill_tokens,
                                  prefill_context_tokens, prefill_chunks)

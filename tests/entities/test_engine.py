@@ -71,6 +71,39 @@ def test_fixed_lengths_match_closed_form(which, toy_cost):
     assert all(r.generated == o and r.status == "finished" for r in out)
 
 
+class _Delegate:
+    """An `InferenceCost` seen only through the engine's `EngineCost` protocol."""
+
+    def __init__(self, cost) -> None:
+        self.cost = cost
+
+    def step(self, *args, **kwargs):
+        return self.cost.step(*args, **kwargs)
+
+    def decode_affine(self, batch: int) -> tuple[float, float]:
+        return self.cost.decode_affine(batch)
+
+
+@settings(max_examples=15, deadline=None)
+@given(reqs=st.lists(st.tuples(st.integers(1, 3000), st.integers(2, 400)), min_size=1,
+                     max_size=40),
+       gaps=st.lists(st.floats(0.0, 0.2), min_size=40, max_size=40),
+       budget=st.sampled_from([64, 512, 8192]))
+def test_the_cost_model_called_natively_or_through_the_protocol_gives_the_same_run(
+        reqs, gaps, budget):
+    # The engine calls an InferenceCost natively (issue 40), any other cost through the
+    # protocol: the same timings to the last bit, chunked prefills and all.
+    arrivals = [sum(gaps[:i + 1]) for i in range(len(reqs))]
+    cost = _real_cost()
+    runs = [_run(c, reqs, budget=budget, arrivals=arrivals, probe=False)
+            for c in (cost, _Delegate(cost))]
+    assert runs[0][1]._native_cost is cost and runs[1][1]._native_cost is None
+    native, protocol = ([(r.rid, r.t_first_token, r.t_finish) for r in out]
+                        for _env, _eng, out, _kv in runs)
+    assert native == protocol
+    assert len(native) == len(reqs)
+
+
 def test_skip_and_iteration_modes_agree_with_fewer_events(toy_cost):
     import numpy as np
 
