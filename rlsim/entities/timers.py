@@ -14,6 +14,7 @@ import weakref
 from bisect import insort
 from collections.abc import Callable
 from heapq import heappop, heappush
+from operator import itemgetter
 from typing import Any, ClassVar, Final
 
 import simpy
@@ -22,6 +23,7 @@ from simpy.events import NORMAL
 
 _RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
 _SLOT: Final = _RING - 1  # a bucket's slot: bucket & _SLOT
+_TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
 
 
 class Timers:
@@ -93,7 +95,7 @@ class Timers:
         eid = self._next_eid()
         bucket = int(t * self._PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
-            insort(self._cur, (t, eid, fn, arg), self._pos)
+            insort(self._cur, (t, eid, fn, arg), self._pos, key=_TIME)
         elif bucket - self._bucket < _RING:
             ring = self._ring
             waiting = ring[bucket & _SLOT]
@@ -129,17 +131,22 @@ class Timers:
             if self._far:
                 far = self._far.pop(bucket, None)
                 if far is not None:
-                    if cur is None:
-                        cur = far
-                    else:
-                        cur.extend(far)
+                    if cur is not None:  # the far ones came first (see the sort below)
+                        far.extend(cur)
+                    cur = far
             if cur is None:
                 continue
             self._bucket = bucket
             break
         else:
             return False
-        cur.sort()
+        # By time alone, a stable sort: timers of equal time stay in the order they were
+        # added, which is their sequence numbers' (a bucket's list only ever grows at its
+        # end, and one far when its first timer came took no near timer before it), so
+        # the order is (time, sequence number) without comparing tuples (issue 40). A timer
+        # added to the bucket in progress has the newest number: `insort` puts it after
+        # those of equal time, by the same key.
+        cur.sort(key=_TIME)
         self._cur = cur
         self._pos = 0
         return True
