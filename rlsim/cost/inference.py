@@ -746,9 +746,10 @@ class InferenceCost:
                 per_pair = self._attn_flops_per_pair
                 per_flop = self._attn_layer_s_per_flop
                 per_token = self._kv_layer_s_per_token
-                # The chunks' parts added left to right from 0.0, as Python 3.11's `sum` of
-                # floats does (the same value), without a list and a call of the builtin per
-                # iteration (issue 40), and the same on 3.12, whose `sum` compensates.
+                # The chunks' parts added left to right from 0.0: the value Python 3.11's
+                # `sum` of floats gives, without a list and a call of the builtin per
+                # iteration (issue 40); 3.12's `sum` compensates, this loop does not, so
+                # every version gets 3.11's value.
                 parts = 0.0
                 for tokens, context in prefill_chunks:
                     t_flops = tokens * (context + (tokens + 1) / 2.0) * per_pair * per_flop

@@ -163,9 +163,8 @@ class RolloutEngine:
         self.name = name
         self.cost = cost
         # The cost model's own class is called natively (compiled: no Python-level call,
-        # argument parsing and attribute lookup per mixed iteration, about a third of its
-        # price in the async agentic benchmark); any other `EngineCost` (streamed weights,
-        # a test's toy) through the protocol. The same method either way.
+        # argument parsing or attribute lookup per mixed iteration); any other `EngineCost`
+        # (streamed weights, a test's toy) through the protocol. The same method either way.
         self._native_cost: InferenceCost | None = \
             cost if isinstance(cost, InferenceCost) else None
         self.kv_capacity = kv_capacity_tokens

@@ -44,10 +44,10 @@ class Timers:
     until its turn comes, when it is sorted once and its timers are taken in order (one
     added to the bucket in progress is put in its place among those not yet run). Thousands
     of environment steps wait seconds ahead while the engines' timers come and go within
-    the next few buckets, so a bucket stays small. Sorted, not a heap: a sort compares
-    tuples of floats far faster than heap pushes and pops do (issue 40: the heap's sifting
-    was 5% of the async agentic benchmark), and (time, sequence number) keys are unique, so
-    the order is the same.
+    the next few buckets, so a bucket stays small. Sorted, not a heap: a stable sort by
+    time alone is far faster than heap pushes and pops (issue 40: the heap's sifting was 5%
+    of the async agentic benchmark), and it keeps timers of equal time in sequence-number
+    order (`_next_bucket`), so the order is the heap's (time, sequence number).
     """
 
     _PER_S = 64.0  # calendar buckets per simulated second
