@@ -305,7 +305,7 @@ class RolloutEngine:
                 req._cached = cached = hit if hit < req.prompt_tokens else req.prompt_tokens
                 self.cache_hits += 1
                 self.cache_hit_tokens += cached
-        req.t_submit = self.env._now
+        req.t_submit = self._timers.now()
         req.engine = self.name
         if front:
             self.waiting.appendleft(req)
@@ -373,20 +373,20 @@ class RolloutEngine:
             r.on_done = hook
         self._cache.clear()
         self._cached_total = 0
-        self.recorder.instant(self._track, "crash", self.env._now, requests=len(lost))
+        self.recorder.instant(self._track, "crash", self._timers.now(), requests=len(lost))
         return lost
 
     def restart(self) -> None:
         """Serve again after a crash (requests submitted meanwhile have waited)."""
         self.down = False
-        self.recorder.instant(self._track, "restart", self.env._now)
+        self.recorder.instant(self._track, "restart", self._timers.now())
         self._poke(arrival=False)
 
     def set_slowdown(self, factor: float) -> None:
         """Run every iteration from the next one on `factor` times slower (1: healthy)."""
         self.slowdown = factor
         self._scale = factor / self.speed
-        self.recorder.instant(self._track, "slowdown", self.env._now, factor=factor)
+        self.recorder.instant(self._track, "slowdown", self._timers.now(), factor=factor)
         self._poke(arrival=False)
 
     # ------------------------------------------------------------------ internals
@@ -401,7 +401,7 @@ class RolloutEngine:
             return
         if not self._in_segment:
             return
-        now = self.env._now
+        now = self._timers.now()
         if now == self._split_t:
             return  # already cut at the iteration in flight: the same end again
         if self._seg_n + (1 if self._seg_head_s > 0 else 0) <= 1:
@@ -430,7 +430,7 @@ class RolloutEngine:
 
     def _completed_iterations(self) -> int:
         """Decode iterations of the current segment completed by now (head counts as done)."""
-        elapsed = self.env._now - self._seg_t0 - self._seg_head_s
+        elapsed = self._timers.now() - self._seg_t0 - self._seg_head_s
         if elapsed <= 0 or self._seg_n == 0:
             return 0
         a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
@@ -514,7 +514,7 @@ class RolloutEngine:
         self.preemptions += 1
         self.waiting.appendleft(victim)
         if self._per_request:
-            self.recorder.instant(self._track, "preempt", self.env._now,
+            self.recorder.instant(self._track, "preempt", self._timers.now(),
                                   rid=victim.rid, generated=victim.generated)
 
     def _head(self, now: float) -> float:
@@ -613,7 +613,7 @@ class RolloutEngine:
         self.iterations += n
         heap = self._heap
         if heap and heap[0] >> _ORDER_BITS <= clock:
-            self._finishes(clock, self.env._now)
+            self._finishes(clock, self._timers.now())
 
     def _finishes(self, clock: int, now: float) -> None:
         """Sequences whose last token is in by decode clock `clock` finish now."""
@@ -677,7 +677,7 @@ class RolloutEngine:
     def _on_segment_end(self, seg_id: int) -> None:
         if seg_id != self._seg_id:
             return  # superseded by a batch change
-        now = self.env._now
+        now = self._timers.now()
         if now < self._end:  # rounding of now + (end - now): wait the rest
             self._arm(self._end - now)
             return
@@ -700,7 +700,7 @@ class RolloutEngine:
     def _proceed(self) -> None:
         """From a batch boundary: admit, preempt, and start the next segment, or go idle."""
         waiting, prefilling, decoding = self.waiting, self.prefilling, self.decoding
-        now = self.env._now
+        now = self._timers.now()
         if self.down:  # crashed: nothing runs until restart
             self._go_idle()
             self._sleeping = True
@@ -796,7 +796,7 @@ class RolloutEngine:
         """
         lkv, lrun, lwait = self._gauges
         kv_step, count_step = self._gauge_steps
-        now = self.env._now
+        now = self._timers.now()
         changed = False
         cols = self._cols
         if kv != lkv and (kv == 0 or lkv == 0 or abs(kv - lkv) >= kv_step):
@@ -817,7 +817,7 @@ class RolloutEngine:
         be lost). What the engine would do after this moment is not simulated, so the span
         ends here, marked `open`."""
         n_dec = len(self.decoding)
-        now = self.env._now
+        now = self._timers.now()
         for sid, value, last in zip(
                 (self._sid_kv, self._sid_running, self._sid_waiting),
                 (self._kv_const + n_dec * self.clock + self._kv_prefill,
@@ -832,7 +832,7 @@ class RolloutEngine:
         if self._events:
             # The finishes' work still runs after the last iteration; a request arriving
             # meanwhile waits for it (`_stall`). Idle time absorbs it otherwise.
-            self._stall_until = self.env._now + self._events * self.request_overhead_s
+            self._stall_until = self._timers.now() + self._events * self.request_overhead_s
             self._events = 0
         self._end_busy()
 
@@ -840,7 +840,7 @@ class RolloutEngine:
         """Write the busy period in progress (if any) as a `busy` span ending now."""
         if self._busy_since is None:
             return
-        self.recorder.span(self._track, "busy", self._busy_since, self.env._now,
+        self.recorder.span(self._track, "busy", self._busy_since, self._timers.now(),
                            pool=self.pool, gpus=self.gpus, requests=self._busy_requests,
                            tokens=self._busy_tokens, **attrs)
         self._busy_since = None

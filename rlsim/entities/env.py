@@ -54,7 +54,7 @@ class EnvPool:
         """(start, end, worker) of a step submitted now (worker -1 when not recorded)."""
         if latency_s < 0:
             raise ValueError(f"environment step latency must be >= 0, got {latency_s}")
-        now = self.env._now
+        now = self._timers.now()
         self.steps += 1
         free_at = self._free_at
         if free_at:
@@ -94,7 +94,7 @@ class EnvPool:
     def run(self, latency_s: float) -> simpy.Event:
         """An environment step submitted now; the event fires when it has finished."""
         start, end, worker = self._schedule(latency_s)
-        now = self.env._now
+        now = self._timers.now()
         done = Timeout(self.env, end - now)
         if self.recorder.per_request:
             rec, track = self.recorder, self.track
@@ -105,7 +105,7 @@ class EnvPool:
     def run_then(self, latency_s: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """An environment step submitted now; `fn(arg)` runs when it has finished, in the
         order a callback on `run`'s event would."""
-        now = self.env._now
+        now = self._timers.now()
         if self._free_at or latency_s < 0:
             start, end, worker = self._schedule(latency_s)
             if self.recorder.per_request:

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Final, Protocol
 from mypy_extensions import mypyc_attr
 
 from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.entities.env import EnvPool
+from rlsim.entities.timers import Timers
 from rlsim.workload import Turn
 from rlsim.workload.groups import Turns
 
@@ -133,6 +135,7 @@ class RolloutJob:
         self.cluster = cluster
         self.env = cluster.env
         self.env_pool = cluster.env_pool
+        self.timers = Timers.of(self.env)  # the clock the rollouts read (`Timers.now`)
         self.epoch = 0
         """Moves on at every job restart: the work of an older epoch is void."""
         self.rid = 0  # the last request id given (judges' requests share the numbering)
@@ -202,20 +205,16 @@ class Rollout:
     step until the policy calls `env_step()` / `submit()` (lock-step interaction).
     """
 
-    # The state every sample has is in slots; what only some policies or schemes set (a
-    # recorded reward latency, a reset, hooks, a stop) is a class default until set (in the
-    # instance's __dict__), so a plain single-turn sample costs few attribute writes.
-    __slots__ = ("__dict__", "_env_s", "_obs", "_out", "attempt", "context", "engine", "epoch",
-                 "faults", "first_rid", "job", "keyed", "last", "on_finish", "prompt_id",
-                 "prompt_tokens", "request", "response_tokens", "rid", "slot", "state",
-                 "t_turn", "task", "turn", "turns", "uid", "version")
-
-    reward_s: float | None = None  # a recorded reward latency (replayed rollouts)
-    reset_s: float = 0.0  # the environment reset before the first turn
-    admit: Callable[[Rollout], bool] | None = None
-    after_turn: Callable[[Rollout], None] | None = None
-    after_env: Callable[[Rollout], None] | None = None
-    stopped: bool = False
+    # Every field is a slot, the hooks and the flags too: compiled, a slot is read as a
+    # field, where a class default not yet set is looked up through the type and the
+    # instance's __dict__ at each turn (issue 40). The __dict__ takes what a recovery
+    # scheme or a test adds.
+    __slots__ = ("__dict__", "_env_s", "_obs", "_out", "_pool", "_timers", "admit",
+                 "after_env", "after_turn", "attempt", "context", "engine", "epoch", "faults",
+                 "first_rid", "job", "keyed", "last", "on_finish", "prompt_id",
+                 "prompt_tokens", "request", "reset_s", "response_tokens", "reward_s", "rid",
+                 "slot", "state", "stopped", "t_turn", "task", "turn", "turns", "uid",
+                 "version")
 
     def __init__(self, job: RolloutJob, prompt_id: int, prompt_tokens: int,
                  response_tokens: int, turns: Sequence[Turn] | None = None,
@@ -239,10 +238,16 @@ class Rollout:
             self._obs = self.turns.obs_tokens
         self.last = last = 0 if turns is None else len(self._out) - 1
         self.slot = slot  # its place in the batch that launched it
-        if reward_s is not None:
-            self.reward_s = reward_s
-        if reset_s:
-            self.reset_s = reset_s
+        self.reward_s = reward_s  # a recorded reward latency (replayed rollouts)
+        self.reset_s = reset_s  # the environment reset before the first turn
+        # Hooks a policy may set (see the class's docstring) and `stop`'s flag.
+        self.admit: Callable[[Rollout], bool] | None = None
+        self.after_turn: Callable[[Rollout], None] | None = None
+        self.after_env: Callable[[Rollout], None] | None = None
+        self.stopped = False
+        # The job's env pool and clock, held natively: called and read at every turn.
+        self._pool: EnvPool = job.env_pool
+        self._timers: Timers = job.timers
         self.task = task
         self.keyed = keyed or last > 0
         self.uid = next(_UIDS)
@@ -287,8 +292,7 @@ class Rollout:
         self.context = self.prompt_tokens
         self.engine = engine
         self.request = None
-        if self.stopped:
-            self.stopped = False
+        self.stopped = False
         if held:
             return
         if self.reset_s > 0:
@@ -298,7 +302,7 @@ class Rollout:
 
     def reset(self) -> None:
         """The environment reset before the first turn, on the env pool."""
-        self.job.env_pool.run_then(self.reset_s, self._env_ready, self.attempt)
+        self._pool.run_then(self.reset_s, self._env_ready, self.attempt)
 
     def end(self, how: str) -> None:
         """Record how the current attempt ended (exactly once; ignored for an attempt a job
@@ -396,7 +400,7 @@ class Rollout:
             engine = self.engine = min(job.cluster.engines, key=_LOAD)
             if engine.down:  # crashed (faults): a live one takes the sample
                 engine = self.engine = job.live_engine()
-        self.t_turn = job.env._now
+        self.t_turn = self._timers.now()
         engine.submit(req)
 
     def env_step(self) -> None:
@@ -405,7 +409,7 @@ class Rollout:
             self.faults.env_step(self)
             return
         assert self.turns is not None
-        self.job.env_pool.run_then(self._env_s[self.turn], self._env_done, self.attempt)
+        self._pool.run_then(self._env_s[self.turn], self._env_done, self.attempt)
 
     def _env_done(self, attempt: int) -> None:
         if attempt == self.attempt and self.alive:
@@ -434,7 +438,7 @@ class Rollout:
         restore or restart)."""
         self.turn = turn
         self.context = self.context_at(turn)
-        self.job.env_pool.run_then(delay_s, self._env_ready, self.attempt)
+        self._pool.run_then(delay_s, self._env_ready, self.attempt)
 
     # ------------------------------------------------------------------ finishing
     def _finish(self, last_response: int) -> None:
@@ -501,7 +505,7 @@ def _turn_done(req: Request) -> None:
     r.context += req.generated + r._obs[i]
     faults = r.faults
     if faults is not None:
-        faults.turn_done(r, r.job.env._now - r.t_turn)
+        faults.turn_done(r, r._timers.now() - r.t_turn)
     if i == r.last:
         r._finish(req.generated)
     elif r.stopped:

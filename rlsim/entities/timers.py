@@ -88,10 +88,22 @@ class Timers:
         self._driven: set[int] = set()  # timers with a driver queued under their own key
         self._first: tuple[SimTime, int] | None = None  # the earliest driver queued
         self._draining = False
+        # The time of the timer running, while one runs (`_draining`): what `now()` gives
+        # without an attribute lookup on the interpreted Environment.
+        self._t: SimTime = 0
+
+    def now(self) -> SimTime:
+        """The simulated time: the environment's clock (`env._now`). While a timer runs it
+        is that timer's time, held here: compiled, reading it costs a field load, where
+        `env._now` is a dictionary lookup on the interpreted Environment (issue 40: about
+        twenty reads per turn, ~8% of the async agentic benchmark)."""
+        if self._draining:
+            return self._t
+        return self.env._now
 
     def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
-        t = self.env._now + delay
+        t = (self._t if self._draining else self.env._now) + delay
         eid = self._next_eid()
         bucket = int(t * self._PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
@@ -192,7 +204,7 @@ class Timers:
                     if qt < t or (qt == t and (qp < NORMAL or qe < eid)):
                         break
                 self._pos = pos + 1  # before the callback: a timer it adds goes after
-                env._now = t
+                self._t = env._now = t
                 fn(arg)
         finally:
             self._draining = False
