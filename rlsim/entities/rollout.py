@@ -125,8 +125,18 @@ FaultHooksFactory = Callable[["Rollout", tuple[int, int]], FaultHooks]
 """Fault hooks for a rollout and its fault key (step, place in the batch)."""
 
 
-# A plain Python class even when compiled (rlsim/compiled.py): read once per turn, not hot,
-# and its methods can be replaced on an instance (tests spy on end_samples).
+class JobCounts:
+    """The job's epoch and last request id, which every rollout reads and moves on at each
+    turn: compiled, a field each (on the interpreted `RolloutJob` they were a dictionary
+    lookup and store per read and write). `RolloutJob.epoch` and `.rid` are these."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self.rid = 0
+
+
+# A plain Python class even when compiled (rlsim/compiled.py): its methods can be replaced
+# on an instance (tests spy on end_samples). What a turn reads is in `JobCounts`.
 @mypyc_attr(native_class=False)
 class RolloutJob:
     """What the rollouts of one job share (its mutable state, apart from the phases)."""
@@ -136,23 +146,33 @@ class RolloutJob:
         self.env = cluster.env
         self.env_pool = cluster.env_pool
         self.timers = Timers.of(self.env)  # the clock the rollouts read (`Timers.now`)
-        self.epoch = 0
-        """Moves on at every job restart: the work of an older epoch is void."""
-        self.rid = 0  # the last request id given (judges' requests share the numbering)
+        self.counts = JobCounts()
         self.started = 0  # attempts started
         self.outcomes: Counter[str] = Counter()  # attempts by how they ended
         self.faults: FaultHooksFactory | None = None
         """Set by a recovery scheme: the fault hooks of each multi-turn sample."""
 
+    # Read-only here (mypyc compiles no property setter on a plain class): moved on in
+    # `counts`.
+    @property
+    def epoch(self) -> int:
+        """Moves on at every job restart: the work of an older epoch is void."""
+        return self.counts.epoch
+
+    @property
+    def rid(self) -> int:
+        """The last request id given (judges' requests share the numbering)."""
+        return self.counts.rid
+
     def next_rid(self) -> int:
         """A fresh request id (unique within the run)."""
-        self.rid += 1
-        return self.rid
+        self.counts.rid += 1
+        return self.counts.rid
 
     def restart(self) -> None:
         """A job restart: the epoch moves on, and every attempt still open is void, its
         outcome `voided` (counted now; an `end` of it later is ignored)."""
-        self.epoch += 1
+        self.counts.epoch += 1
         n = self.open_attempts()
         if n:
             self.outcomes["voided"] += n
@@ -209,7 +229,7 @@ class Rollout:
     # field, where a class default not yet set is looked up through the type and the
     # instance's __dict__ at each turn (issue 40). The __dict__ takes what a recovery
     # scheme or a test adds.
-    __slots__ = ("__dict__", "_env_s", "_obs", "_out", "_pool", "_timers", "admit",
+    __slots__ = ("__dict__", "_counts", "_env_s", "_obs", "_out", "_pool", "_timers", "admit",
                  "after_env", "after_turn", "attempt", "context", "engine", "epoch", "faults",
                  "first_rid", "job", "keyed", "last", "on_finish", "prompt_id",
                  "prompt_tokens", "request", "reset_s", "response_tokens", "reward_s", "rid",
@@ -248,6 +268,7 @@ class Rollout:
         # The job's env pool and clock, held natively: called and read at every turn.
         self._pool: EnvPool = job.env_pool
         self._timers: Timers = job.timers
+        self._counts: JobCounts = job.counts
         self.task = task
         self.keyed = keyed or last > 0
         self.uid = next(_UIDS)
@@ -307,7 +328,7 @@ class Rollout:
     def end(self, how: str) -> None:
         """Record how the current attempt ended (exactly once; ignored for an attempt a job
         restart voided)."""
-        if self.epoch != self.job.epoch:
+        if self.epoch != self._counts.epoch:
             return
         if self.state is not OPEN:
             raise RuntimeError(f"sample {self.prompt_id}/{self.slot}: attempt {self.attempt} "
@@ -342,7 +363,7 @@ class Rollout:
     @property
     def alive(self) -> bool:
         """Whether its attempt goes on (no job restart since it began, not stopped)."""
-        return self.epoch == self.job.epoch and not self.stopped
+        return self.epoch == self._counts.epoch and not self.stopped
 
     # ------------------------------------------------------------------ context
     def context_at(self, turn: int) -> int:
@@ -388,7 +409,8 @@ class Rollout:
         if rid:
             self.first_rid = 0
         else:
-            job.rid = rid = job.rid + 1
+            counts = self._counts
+            counts.rid = rid = counts.rid + 1
         self.rid = rid
         # the current turn's response length
         out = self.response_tokens if self.turns is None else self._out[self.turn]
@@ -490,7 +512,7 @@ def _turn_done(req: Request) -> None:
     r: Rollout = req.tag
     if req is not r.request or req.status != "finished":
         return  # aborted (whoever aborted it decides what follows), or voided
-    if r.epoch != r.job.epoch:
+    if r.epoch != r._counts.epoch:
         return
     r.request = None
     turns = r.turns

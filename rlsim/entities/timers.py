@@ -11,7 +11,6 @@ timeouts, and every shipped scenario's records are identical with and without it
 from __future__ import annotations
 
 import weakref
-from bisect import insort
 from collections.abc import Callable
 from heapq import heappop, heappush
 from operator import itemgetter
@@ -107,7 +106,17 @@ class Timers:
         eid = self._next_eid()
         bucket = int(t * self._PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
-            insort(self._cur, (t, eid, fn, arg), self._pos, key=_TIME)
+            # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
+            # compiled, no call of the key per probe).
+            cur = self._cur
+            lo, hi = self._pos, len(cur)
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if t < cur[mid][0]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            cur.insert(lo, (t, eid, fn, arg))
         elif bucket - self._bucket < _RING:
             ring = self._ring
             waiting = ring[bucket & _SLOT]
@@ -156,8 +165,8 @@ class Timers:
         # added, which is their sequence numbers' (a bucket's list only ever grows at its
         # end, and one far when its first timer came took no near timer before it), so
         # the order is (time, sequence number) without comparing tuples (issue 40). A timer
-        # added to the bucket in progress has the newest number: `insort` puts it after
-        # those of equal time, by the same key.
+        # added to the bucket in progress has the newest number: `call_in` puts it after
+        # those of equal time.
         cur.sort(key=_TIME)
         self._cur = cur
         self._pos = 0

@@ -199,6 +199,7 @@ class Phases:
         on, when the job's recovery attaches fault hooks (they number every turn when it
         is submitted)."""
         job = self.job
+        counts = job.counts  # the request ids, natively
         faults = job.faults if fault_step is not None else None
         out: list[Rollout] = []
         slot = 0
@@ -209,7 +210,7 @@ class Phases:
                 for resp in g.response_tokens:
                     rid = 0
                     if reserve:
-                        job.rid = rid = job.rid + 1
+                        counts.rid = rid = counts.rid + 1
                     out.append(Rollout(job, pid, prompt, resp, None, slot, None, 0.0, task,
                                        keyed, on_finish, rid))
                     slot += 1

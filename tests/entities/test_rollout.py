@@ -135,7 +135,7 @@ def test_a_job_restart_voids_what_was_in_flight():
     r.start(0)
     job.env.run(until=_first_turn_end() + 1.0)
     assert submitted[0].status == "finished" and len(submitted) == 1
-    job.epoch += 1  # the job restarted during the environment step
+    job.counts.epoch += 1  # the job restarted during the environment step
     job.env.run()
     assert len(submitted) == 1 and got == [] and not r.alive
 
