@@ -319,11 +319,11 @@ class Rollout:
         if self.reset_s > 0:
             self.reset()
         else:
-            self._submit(0)
+            _submit(self, 0)
 
     def reset(self) -> None:
         """The environment reset before the first turn, on the env pool."""
-        self._pool.run_then(self.reset_s, self._env_ready, self.attempt)
+        self._pool.run_then(self.reset_s, _env_ready, (self, self.attempt))
 
     def end(self, how: str) -> None:
         """Record how the current attempt ended (exactly once; ignored for an attempt a job
@@ -376,7 +376,7 @@ class Rollout:
     # ------------------------------------------------------------------ turns
     def submit(self) -> None:
         """Submit the current turn (lock-step: the policy releases the turn)."""
-        self._submit(0)
+        _submit(self, 0)
 
     def resume(self, aborted: Request, engine: RolloutEngine | None = None) -> None:
         """The current turn again after `aborted` (its request) was aborted: what it
@@ -384,7 +384,7 @@ class Rollout:
         on `engine` if given (a migration; later turns follow it)."""
         if engine is not None:
             self.engine = engine
-        self._submit(min(aborted.generated, aborted.output_tokens - 1))
+        _submit(self, min(aborted.generated, aborted.output_tokens - 1))
 
     def requeue(self, req: Request, keep_tokens: int, engine: RolloutEngine) -> bool:
         """An engine crash took `req` (its turn in flight) off its engine: submit it again
@@ -399,60 +399,13 @@ class Rollout:
         engine.submit(req, front=True)
         return True
 
-    def _submit(self, prefix: int) -> None:
-        if self.stopped:
-            return
-        if self.admit is not None and not self.admit(self):
-            return
-        job = self.job
-        rid = self.first_rid
-        if rid:
-            self.first_rid = 0
-        else:
-            counts = self._counts
-            counts.rid = rid = counts.rid + 1
-        self.rid = rid
-        # the current turn's response length
-        out = self.response_tokens if self.turns is None else self._out[self.turn]
-        req = Request(rid, self.context, out, prefix, _turn_done, self,
-                      (self.uid << _ATTEMPT_BITS) | self.attempt if self.keyed else None)
-        self.request = req
-        engine = self.engine
-        if engine is None:
-            engine = self.engine = min(job.cluster.engines, key=_LOAD)
-            if engine.down:  # crashed (faults): a live one takes the sample
-                engine = self.engine = job.live_engine()
-        self.t_turn = self._timers.now()
-        engine.submit(req)
-
     def env_step(self) -> None:
         """The environment step after the current turn (through the fault hooks if any)."""
-        if self.faults is not None:
-            self.faults.env_step(self)
-            return
-        assert self.turns is not None
-        self._pool.run_then(self._env_s[self.turn], self._env_done, self.attempt)
-
-    def _env_done(self, attempt: int) -> None:
-        if attempt == self.attempt and self.alive:
-            self.step_done()
+        _env_step(self)
 
     def step_done(self) -> None:
         """The environment step after the current turn has run: the next turn."""
-        self.turn += 1
-        if self.after_env is not None:
-            self.after_env(self)
-        else:
-            self._submit(0)
-
-    def _env_ready(self, attempt: int) -> None:
-        """The environment (reset, restored or restarted) is ready: the current turn."""
-        if attempt != self.attempt or not self.alive:
-            return
-        if self.after_env is not None:
-            self.after_env(self)
-        else:
-            self._submit(0)
+        _step_done(self)
 
     def rewind(self, turn: int, delay_s: float) -> None:
         """Go back to the start of turn `turn` (its context as it was then: a restored
@@ -460,24 +413,9 @@ class Rollout:
         restore or restart)."""
         self.turn = turn
         self.context = self.context_at(turn)
-        self._pool.run_then(delay_s, self._env_ready, self.attempt)
+        self._pool.run_then(delay_s, _env_ready, (self, self.attempt))
 
     # ------------------------------------------------------------------ finishing
-    def _finish(self, last_response: int) -> None:
-        prompt = self.prompt_tokens
-        turns = self.turns
-        if turns is None or self.last == 0:
-            sample = Sample(self.prompt_id, prompt, self.context - prompt, self.version,
-                            self.reward_s, self.task, None, 0, self)
-        else:
-            if self.faults is not None:
-                self._check_whole()
-            sample = Sample(self.prompt_id, prompt, self.context - prompt, self.version,
-                            self.reward_s, self.task, last_response,
-                            sum(self._obs), self)
-        if self.on_finish is not None:
-            self.on_finish(sample)
-
     def _check_whole(self) -> None:
         """The finished context is exactly the prompt, every turn's response and every
         observation once: no turn lost or doubled by recoveries."""
@@ -529,10 +467,98 @@ def _turn_done(req: Request) -> None:
     if faults is not None:
         faults.turn_done(r, r._timers.now() - r.t_turn)
     if i == r.last:
-        r._finish(req.generated)
+        _finish(r, req.generated)
     elif r.stopped:
         return
     elif r.after_turn is not None:
         r.after_turn(r)
     else:
-        r.env_step()
+        _env_step(r)
+
+
+# A turn's steps as plain functions, not methods: the async policy's `_Slot` is an
+# interpreted subclass, so a compiled call of a method on a rollout goes through a Python-
+# level lookup and call (mypyc's glue), ~400 instructions each, four per turn (issue 40).
+# Functions are called directly. The methods that are the public API delegate to them.
+def _submit(r: Rollout, prefix: int) -> None:
+    """Submit the current turn, with `prefix` tokens of its output kept (re-prefilled)."""
+    if r.stopped:
+        return
+    if r.admit is not None and not r.admit(r):
+        return
+    job = r.job
+    rid = r.first_rid
+    if rid:
+        r.first_rid = 0
+    else:
+        counts = r._counts
+        counts.rid = rid = counts.rid + 1
+    r.rid = rid
+    # the current turn's response length
+    out = r.response_tokens if r.turns is None else r._out[r.turn]
+    req = Request(rid, r.context, out, prefix, _turn_done, r,
+                  (r.uid << _ATTEMPT_BITS) | r.attempt if r.keyed else None)
+    r.request = req
+    engine = r.engine
+    if engine is None:
+        engine = r.engine = min(job.cluster.engines, key=_LOAD)
+        if engine.down:  # crashed (faults): a live one takes the sample
+            engine = r.engine = job.live_engine()
+    r.t_turn = r._timers.now()
+    engine.submit(req)
+
+
+def _env_step(r: Rollout) -> None:
+    """`Rollout.env_step`."""
+    if r.faults is not None:
+        r.faults.env_step(r)
+        return
+    assert r.turns is not None
+    r._pool.run_then(r._env_s[r.turn], _env_done, (r, r.attempt))
+
+
+def _env_done(job: tuple[Rollout, int]) -> None:
+    """The environment step of attempt `job[1]` has run: the next turn, if the attempt
+    goes on (`alive`, inlined). A (rollout, attempt) pair, not a bound method: no
+    attribute lookup through the subclass per step."""
+    r, attempt = job
+    if attempt == r.attempt and r.epoch == r._counts.epoch and not r.stopped:
+        _step_done(r)
+
+
+def _step_done(r: Rollout) -> None:
+    """`Rollout.step_done`."""
+    r.turn += 1
+    if r.after_env is not None:
+        r.after_env(r)
+    else:
+        _submit(r, 0)
+
+
+def _env_ready(job: tuple[Rollout, int]) -> None:
+    """The environment (reset, restored or restarted) of attempt `job[1]` is ready: the
+    current turn."""
+    r, attempt = job
+    if attempt != r.attempt or not r.alive:
+        return
+    if r.after_env is not None:
+        r.after_env(r)
+    else:
+        _submit(r, 0)
+
+
+def _finish(r: Rollout, last_response: int) -> None:
+    """After the last turn: the sample, to `on_finish`."""
+    prompt = r.prompt_tokens
+    turns = r.turns
+    if turns is None or r.last == 0:
+        sample = Sample(r.prompt_id, prompt, r.context - prompt, r.version,
+                        r.reward_s, r.task, None, 0, r)
+    else:
+        if r.faults is not None:
+            r._check_whole()
+        sample = Sample(r.prompt_id, prompt, r.context - prompt, r.version,
+                        r.reward_s, r.task, last_response,
+                        sum(r._obs), r)
+    if r.on_finish is not None:
+        r.on_finish(sample)
