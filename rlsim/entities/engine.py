@@ -729,11 +729,15 @@ class RolloutEngine:
             run = len(prefilling) + n_dec
             wait = len(waiting)
             lkv, lrun, lwait = self._gauges
-            if (kv != lkv and (kv == 0 or lkv == 0 or abs(kv - lkv) >= self._kv_step)) or (
+            # |a - b| as a comparison: compiled, `abs` of an int is a generic call.
+            if (kv != lkv and (kv == 0 or lkv == 0 or (kv - lkv if kv > lkv else lkv - kv)
+                               >= self._kv_step)) or (
                     run != lrun and (run == 0 or lrun == 0
-                                     or abs(run - lrun) >= self._count_step)) or (
+                                     or (run - lrun if run > lrun else lrun - run)
+                                     >= self._count_step)) or (
                     wait != lwait and (wait == 0 or lwait == 0
-                                       or abs(wait - lwait) >= self._count_step)):
+                                       or (wait - lwait if wait > lwait else lwait - wait)
+                                       >= self._count_step)):
                 self._gauge(kv, run, wait)
             start = now
             if self.request_overhead_s:
@@ -799,13 +803,16 @@ class RolloutEngine:
         now = self._timers.now()
         changed = False
         cols = self._cols
-        if kv != lkv and (kv == 0 or lkv == 0 or abs(kv - lkv) >= kv_step):
+        if kv != lkv and (kv == 0 or lkv == 0
+                          or (kv - lkv if kv > lkv else lkv - kv) >= kv_step):
             cols.append(self._sid_kv, now, kv)
             lkv, changed = kv, True
-        if run != lrun and (run == 0 or lrun == 0 or abs(run - lrun) >= count_step):
+        if run != lrun and (run == 0 or lrun == 0
+                            or (run - lrun if run > lrun else lrun - run) >= count_step):
             cols.append(self._sid_running, now, run)
             lrun, changed = run, True
-        if wait != lwait and (wait == 0 or lwait == 0 or abs(wait - lwait) >= count_step):
+        if wait != lwait and (wait == 0 or lwait == 0
+                              or (wait - lwait if wait > lwait else lwait - wait) >= count_step):
             cols.append(self._sid_waiting, now, wait)
             lwait, changed = wait, True
         if changed:
@@ -825,7 +832,7 @@ class RolloutEngine:
                 self._gauges, strict=True):
             if value != last:
                 self._cols.append(sid, now, value)
-        self._end_busy(open=True)
+        self._end_busy(cut=True)
 
     def _go_idle(self) -> None:
         self._record_gauges()
@@ -836,12 +843,18 @@ class RolloutEngine:
             self._events = 0
         self._end_busy()
 
-    def _end_busy(self, **attrs: Any) -> None:
-        """Write the busy period in progress (if any) as a `busy` span ending now."""
+    def _end_busy(self, cut: bool = False) -> None:
+        """Write the busy period in progress (if any) as a `busy` span ending now (`cut`:
+        by the run's end, marked `open`)."""
         if self._busy_since is None:
             return
-        self.recorder.span(self._track, "busy", self._busy_since, self._timers.now(),
-                           pool=self.pool, gpus=self.gpus, requests=self._busy_requests,
-                           tokens=self._busy_tokens, **attrs)
+        # Its attributes built here and handed over whole (`Recorder.span_of`): no keyword
+        # arguments packed and unpacked per busy period, one per engine idle (issue 40).
+        attrs: dict[str, Any] = {"pool": self.pool, "gpus": self.gpus,
+                                 "requests": self._busy_requests, "tokens": self._busy_tokens}
+        if cut:
+            attrs["open"] = True
+        self.recorder.span_of(self._track, "busy", self._busy_since, self._timers.now(),
+                              attrs)
         self._busy_since = None
         self._busy_requests = self._busy_tokens = 0
