@@ -307,6 +307,8 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None,
 
     def fire(tag: str) -> None:
         log.append((env.now, tag))
+        if timers.now() != env.now:  # the clock the hot path reads (`Timers.now`)
+            log.append((timers.now(), f"{tag}: Timers.now() is not env.now"))
         if count[0] > 400:
             return
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
