@@ -29,11 +29,11 @@ the async policy's reward waits use them too.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from heapq import heappop, heappush
 from typing import Any, Final, Protocol
 
 import simpy
@@ -130,6 +130,9 @@ _GAUGES = ("kv_tokens", "running", "waiting")
 # engine admits fewer than 2**32 requests in a run).
 _ORDER_BITS: Final = 32
 _ORDER_MASK: Final = (1 << _ORDER_BITS) - 1
+# Final: compiled, a static each, not a lookup in the module's globals per call.
+_heappush: Final = heapq.heappush
+_heappop: Final = heapq.heappop
 
 
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (tests spy on it).
@@ -489,7 +492,7 @@ class RolloutEngine:
         self._kv_const += r.prompt_tokens - base
         order = r._order
         self.decoding[order] = r
-        heappush(self._heap, ((base + r.output_tokens) << _ORDER_BITS) | order)
+        _heappush(self._heap, ((base + r.output_tokens) << _ORDER_BITS) | order)
 
     def _preempt_one(self) -> None:
         """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
@@ -624,7 +627,7 @@ class RolloutEngine:
         # it), so every entry popped here finishes at `clock` or has lapsed.
         below = (clock + 1) << _ORDER_BITS
         while heap and heap[0] < below:
-            r = decoding.pop(heappop(heap) & _ORDER_MASK, None)
+            r = decoding.pop(_heappop(heap) & _ORDER_MASK, None)
             if r is None:
                 continue  # preempted or aborted since its entry was pushed
             self.n_requests -= 1

@@ -11,15 +11,20 @@ request spans, to keep phase-level records small.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
-from heapq import heapify, heappop, heappush, heapreplace
-from typing import Any
+from typing import Any, Final
 
 import simpy
 from simpy.events import Timeout
 
 from rlsim.entities.timers import Timers
 from rlsim.trace import Recorder
+
+# Final: compiled, a static each, not a lookup in the module's globals per step.
+_heappush: Final = heapq.heappush
+_heappop: Final = heapq.heappop
+_heapreplace: Final = heapq.heapreplace
 
 
 class EnvPool:
@@ -61,7 +66,7 @@ class EnvPool:
             free, worker = free_at[0]  # the first free worker
             start = now if now > free else free  # max(free, now), as a float at t = 0
             end = start + latency_s
-            heapreplace(free_at, (end, worker))
+            _heapreplace(free_at, (end, worker))
             return start, end, worker
         start = self._take(now, latency_s)
         return start, start + latency_s, -1
@@ -78,17 +83,17 @@ class EnvPool:
             if len(busy) < self._list_max:
                 busy.append(now + latency_s)
                 return now
-            heapify(busy)
+            heapq.heapify(busy)
             self._heaped = True
         while busy and busy[0] <= now:  # steps that have ended free their workers
-            heappop(busy)
+            _heappop(busy)
         if len(busy) < self.workers:
-            heappush(busy, now + latency_s)
+            _heappush(busy, now + latency_s)
             if len(busy) <= self._list_min:
                 self._heaped = False  # a heap is a list: appended to from here on
             return now
         start = busy[0]  # every worker busy: the first to finish takes it
-        heapreplace(busy, start + latency_s)
+        _heapreplace(busy, start + latency_s)
         return start
 
     def run(self, latency_s: float) -> simpy.Event:

@@ -496,7 +496,7 @@ def _submit(r: Rollout, prefix: int) -> None:
     r.rid = rid
     # the current turn's response length
     out = r.response_tokens if r.turns is None else r._out[r.turn]
-    req = Request(rid, r.context, out, prefix, _turn_done, r,
+    req = Request(rid, r.context, out, prefix, _TURN_DONE, r,
                   (r.uid << _ATTEMPT_BITS) | r.attempt if r.keyed else None)
     r.request = req
     engine = r.engine
@@ -514,7 +514,7 @@ def _env_step(r: Rollout) -> None:
         r.faults.env_step(r)
         return
     assert r.turns is not None
-    r._pool.run_then(r._env_s[r.turn], _env_done, (r, r.attempt))
+    r._pool.run_then(r._env_s[r.turn], _ENV_DONE, (r, r.attempt))
 
 
 def _env_done(job: tuple[Rollout, int]) -> None:
@@ -562,3 +562,9 @@ def _finish(r: Rollout, last_response: int) -> None:
                         sum(r._obs), r)
     if r.on_finish is not None:
         r.on_finish(sample)
+
+
+# The callbacks a turn hands over, as statics (Final): compiled, a reference to a module's
+# function is otherwise a lookup in its globals at each use.
+_TURN_DONE: Final = _turn_done
+_ENV_DONE: Final = _env_done
