@@ -308,7 +308,7 @@ class RolloutEngine:
                 req._cached = cached = hit if hit < req.prompt_tokens else req.prompt_tokens
                 self.cache_hits += 1
                 self.cache_hit_tokens += cached
-        req.t_submit = self._timers.now()
+        req.t_submit = self._timers.now_s()
         req.engine = self.name
         if front:
             self.waiting.appendleft(req)
@@ -404,7 +404,7 @@ class RolloutEngine:
             return
         if not self._in_segment:
             return
-        now = self._timers.now()
+        now = self._timers.now_s()
         if now == self._split_t:
             return  # already cut at the iteration in flight: the same end again
         if self._seg_n + (1 if self._seg_head_s > 0 else 0) <= 1:
@@ -433,7 +433,7 @@ class RolloutEngine:
 
     def _completed_iterations(self) -> int:
         """Decode iterations of the current segment completed by now (head counts as done)."""
-        elapsed = self._timers.now() - self._seg_t0 - self._seg_head_s
+        elapsed = self._timers.now_s() - self._seg_t0 - self._seg_head_s
         if elapsed <= 0 or self._seg_n == 0:
             return 0
         a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
@@ -616,7 +616,7 @@ class RolloutEngine:
         self.iterations += n
         heap = self._heap
         if heap and heap[0] >> _ORDER_BITS <= clock:
-            self._finishes(clock, self._timers.now())
+            self._finishes(clock, self._timers.now_s())
 
     def _finishes(self, clock: int, now: float) -> None:
         """Sequences whose last token is in by decode clock `clock` finish now."""
@@ -680,7 +680,7 @@ class RolloutEngine:
     def _on_segment_end(self, seg_id: int) -> None:
         if seg_id != self._seg_id:
             return  # superseded by a batch change
-        now = self._timers.now()
+        now = self._timers.now_s()
         if now < self._end:  # rounding of now + (end - now): wait the rest
             self._arm(self._end - now)
             return
@@ -703,7 +703,9 @@ class RolloutEngine:
     def _proceed(self) -> None:
         """From a batch boundary: admit, preempt, and start the next segment, or go idle."""
         waiting, prefilling, decoding = self.waiting, self.prefilling, self.decoding
-        now = self._timers.now()
+        # A float for the arithmetic (compiled: no boxed numbers); the busy span's start
+        # takes `now()`, the clock as it is (an int 0 at the start), as records do.
+        now = self._timers.now_s()
         if self.down:  # crashed: nothing runs until restart
             self._go_idle()
             self._sleeping = True
@@ -721,7 +723,7 @@ class RolloutEngine:
                 self._sleeping = True
                 return
             if self._busy_since is None:
-                self._busy_since = now
+                self._busy_since = self._timers.now()
             clock = self.clock
             k0 = self._kv_const + n_dec * clock
             kv = k0 + self._kv_prefill
@@ -842,7 +844,7 @@ class RolloutEngine:
         if self._events:
             # The finishes' work still runs after the last iteration; a request arriving
             # meanwhile waits for it (`_stall`). Idle time absorbs it otherwise.
-            self._stall_until = self._timers.now() + self._events * self.request_overhead_s
+            self._stall_until = self._timers.now_s() + self._events * self.request_overhead_s
             self._events = 0
         self._end_busy()
 

@@ -110,17 +110,20 @@ class EnvPool:
     def run_then(self, latency_s: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """An environment step submitted now; `fn(arg)` runs when it has finished, in the
         order a callback on `run`'s event would."""
-        now = self._timers.now()
         if self._free_at or latency_s < 0:
+            now = self._timers.now()
             start, end, worker = self._schedule(latency_s)
             if self.recorder.per_request:
                 self._timers.call_in(end - now, self._recorded,
                                      (start, end, worker, start - now, fn, arg))
-                return
-        else:
-            self.steps += 1
-            end = self._take(now, latency_s) + latency_s
-        self._timers.call_in(end - now, fn, arg)
+            else:
+                self._timers.call_in(end - now, fn, arg)
+            return
+        # Unrecorded: floats throughout (compiled: no boxed numbers), the same values.
+        now_s = self._timers.now_s()
+        self.steps += 1
+        end_s = self._take(now_s, latency_s) + latency_s
+        self._timers.call_in(end_s - now_s, fn, arg)
 
     def _recorded(self, job: tuple[float, float, int, float, Callable[[Any], None], Any]
                   ) -> None:

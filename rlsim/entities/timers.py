@@ -90,6 +90,7 @@ class Timers:
         # The time of the timer running, while one runs (`_draining`): what `now()` gives
         # without an attribute lookup on the interpreted Environment.
         self._t: SimTime = 0
+        self._tf = 0.0  # the same as a float
 
     def now(self) -> SimTime:
         """The simulated time: the environment's clock (`env._now`). While a timer runs it
@@ -100,11 +101,22 @@ class Timers:
             return self._t
         return self.env._now
 
+    def now_s(self) -> float:
+        """`now()` as a float, for arithmetic (compiled: a field, no boxed number; the int 0
+        a run starts at is 0.0). Records take `now()`, which keeps the clock's type."""
+        if self._draining:
+            return self._tf
+        now: float = self.env._now
+        return now
+
     def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
+        # Added as SimPy adds (an int delay at the int 0 stays an int), then compared and
+        # bucketed as a float: the same values, natively.
         t = (self._t if self._draining else self.env._now) + delay
+        tf: float = t
         eid = self._next_eid()
-        bucket = int(t * self._PER_S)
+        bucket = int(tf * self._PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
             # compiled, no call of the key per probe).
@@ -112,7 +124,8 @@ class Timers:
             lo, hi = self._pos, len(cur)
             while lo < hi:
                 mid = (lo + hi) >> 1
-                if t < cur[mid][0]:
+                mid_t: float = cur[mid][0]
+                if tf < mid_t:
                     hi = mid
                 else:
                     lo = mid + 1
@@ -135,7 +148,11 @@ class Timers:
         if self._draining:
             return  # the drain in progress runs it, or queues a driver for it
         first = self._first
-        if first is None or t < first[0]:
+        if first is None:
+            self._drive(t, eid)
+            return
+        first_t: float = first[0]
+        if tf < first_t:
             self._drive(t, eid)
 
     def _next_bucket(self) -> bool:
@@ -205,15 +222,17 @@ class Timers:
                     cur = self._cur
                     pos = 0
                 t, eid, fn, arg = cur[pos]
+                tf: float = t
                 if queue:
                     if len(queue) != queued:
                         queued = len(queue)
                         qt, qp, qe, _ = queue[0]
                     # SimPy's next event first? (timers have normal priority)
-                    if qt < t or (qt == t and (qp < NORMAL or qe < eid)):
+                    if qt < tf or (qt == tf and (qp < NORMAL or qe < eid)):
                         break
                 self._pos = pos + 1  # before the callback: a timer it adds goes after
                 self._t = env._now = t
+                self._tf = tf
                 fn(arg)
         finally:
             self._draining = False
