@@ -465,7 +465,7 @@ def _turn_done(req: Request) -> None:
     r.context += req.generated + r._obs[i]
     faults = r.faults
     if faults is not None:
-        faults.turn_done(r, r._timers.now() - r.t_turn)
+        faults.turn_done(r, r._timers.now_s() - r.t_turn)
     if i == r.last:
         _finish(r, req.generated)
     elif r.stopped:
@@ -504,7 +504,7 @@ def _submit(r: Rollout, prefix: int) -> None:
         engine = r.engine = min(job.cluster.engines, key=_LOAD)
         if engine.down:  # crashed (faults): a live one takes the sample
             engine = r.engine = job.live_engine()
-    r.t_turn = r._timers.now()
+    r.t_turn = r._timers.now_s()
     engine.submit(req)
 
 

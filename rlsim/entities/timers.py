@@ -23,6 +23,7 @@ from simpy.events import NORMAL
 _RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
 _SLOT: Final = _RING - 1  # a bucket's slot: bucket & _SLOT
 _TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
+_PER_S: Final = 64.0  # calendar buckets per simulated second
 
 
 class Timers:
@@ -49,7 +50,6 @@ class Timers:
     order (`_next_bucket`), so the order is the heap's (time, sequence number).
     """
 
-    _PER_S = 64.0  # calendar buckets per simulated second
 
     _by_env: ClassVar[weakref.WeakKeyDictionary[simpy.Environment, Timers]] = \
         weakref.WeakKeyDictionary()
@@ -111,12 +111,20 @@ class Timers:
 
     def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
-        # Added as SimPy adds (an int delay at the int 0 stays an int), then compared and
-        # bucketed as a float: the same values, natively.
-        t = (self._t if self._draining else self.env._now) + delay
-        tf: float = t
+        # Compared and bucketed as a float, natively. A float delay gives a float time
+        # whatever the clock's type, added here as Python adds (the clock as a float); an
+        # int delay is added as SimPy adds (at the int 0 it stays an int).
+        # (`float(t)`, not `tf = t`: mypy would narrow `tf` to int | float, which compiles
+        # to boxed, generic arithmetic.)
+        t: SimTime
+        if isinstance(delay, float):
+            tf = (self._tf if self._draining else self.now_s()) + delay
+            t = tf
+        else:
+            t = (self._t if self._draining else self.env._now) + delay
+            tf = float(t)
         eid = self._next_eid()
-        bucket = int(tf * self._PER_S)
+        bucket = int(tf * _PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
             # compiled, no call of the key per probe).

@@ -307,8 +307,11 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None,
 
     def fire(tag: str) -> None:
         log.append((env.now, tag))
-        if timers.now() != env.now:  # the clock the hot path reads (`Timers.now`)
+        # The clock the hot path reads (`Timers.now`, and `now_s` as a float).
+        if timers.now() != env.now or type(timers.now()) is not type(env.now):
             log.append((timers.now(), f"{tag}: Timers.now() is not env.now"))
+        if timers.now_s() != env.now or type(timers.now_s()) is not float:
+            log.append((timers.now_s(), f"{tag}: Timers.now_s() is not env.now"))
         if count[0] > 400:
             return
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
