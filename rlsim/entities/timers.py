@@ -50,7 +50,6 @@ class Timers:
     order (`_next_bucket`), so the order is the heap's (time, sequence number).
     """
 
-
     _by_env: ClassVar[weakref.WeakKeyDictionary[simpy.Environment, Timers]] = \
         weakref.WeakKeyDictionary()
 
@@ -96,7 +95,7 @@ class Timers:
         """The simulated time: the environment's clock (`env._now`). While a timer runs it
         is that timer's time, held here: compiled, reading it costs a field load, where
         `env._now` is a dictionary lookup on the interpreted Environment (issue 40: about
-        twenty reads per turn, ~8% of the async agentic benchmark)."""
+        twenty reads per turn)."""
         if self._draining:
             return self._t
         return self.env._now
