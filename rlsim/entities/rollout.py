@@ -363,7 +363,7 @@ class Rollout:
     @property
     def alive(self) -> bool:
         """Whether its attempt goes on (no job restart since it began, not stopped)."""
-        return self.epoch == self._counts.epoch and not self.stopped
+        return _alive(self)
 
     # ------------------------------------------------------------------ context
     def context_at(self, turn: int) -> int:
@@ -508,6 +508,11 @@ def _submit(r: Rollout, prefix: int) -> None:
     engine.submit(req)
 
 
+def _alive(r: Rollout) -> bool:
+    """`Rollout.alive`: no job restart since its attempt began, and not stopped."""
+    return r.epoch == r._counts.epoch and not r.stopped
+
+
 def _env_step(r: Rollout) -> None:
     """`Rollout.env_step`."""
     if r.faults is not None:
@@ -519,10 +524,10 @@ def _env_step(r: Rollout) -> None:
 
 def _env_done(job: tuple[Rollout, int]) -> None:
     """The environment step of attempt `job[1]` has run: the next turn, if the attempt
-    goes on (`alive`, inlined). A (rollout, attempt) pair, not a bound method: no
-    attribute lookup through the subclass per step."""
+    goes on. A (rollout, attempt) pair, not a bound method: no attribute lookup through
+    the subclass per step."""
     r, attempt = job
-    if attempt == r.attempt and r.epoch == r._counts.epoch and not r.stopped:
+    if attempt == r.attempt and _alive(r):
         _step_done(r)
 
 
@@ -539,7 +544,7 @@ def _env_ready(job: tuple[Rollout, int]) -> None:
     """The environment (reset, restored or restarted) of attempt `job[1]` is ready: the
     current turn."""
     r, attempt = job
-    if attempt != r.attempt or not r.alive:
+    if attempt != r.attempt or not _alive(r):
         return
     if r.after_env is not None:
         r.after_env(r)
