@@ -67,3 +67,29 @@ def test_a_command_of_rlsim_reads_no_plugin() -> None:
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert "H100" in res.stdout
+
+
+def _start_up_state(args: list[str]) -> list[str]:
+    """After `cli._start_up(args)` in a fresh interpreter: whether the collector runs,
+    whether anything is frozen, whether rlsim.api is imported, and the output of a
+    command that prints at exit (the exit hooks still run)."""
+    code = ("import atexit, gc, sys\n"
+            "import rlsim.cli as c\n"
+            f"c._start_up({args!r})\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 0, 'rlsim.api' in sys.modules)\n"
+            "atexit.register(print, 'exit hook ran')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()
+
+
+def test_a_scenario_commands_imports_leave_the_collector_on_and_nothing_frozen() -> None:
+    """Frozen objects would stop the run from freezing its own state (api._collector_tuned
+    freezes only when nothing is frozen)."""
+    assert _start_up_state(["run", "x.yaml"]) == ["True False True", "exit hook ran"]
+
+
+def test_other_commands_import_nothing_more_at_start_up() -> None:
+    for args in (["list", "gpus"], ["--version"], []):
+        assert _start_up_state(args) == ["True False False", "exit hook ran"], args
