@@ -675,7 +675,7 @@ class RolloutEngine:
     def _arm(self, delay: float) -> None:
         """The segment in flight ends `delay` from now (any earlier timer is stale)."""
         self._seg_id = seg_id = self._seg_id + 1
-        self._timers.call_in(delay, self._on_end, seg_id)
+        self._timers.call_in_s(delay, self._on_end, seg_id)
 
     def _on_segment_end(self, seg_id: int) -> None:
         if seg_id != self._seg_id:
@@ -777,7 +777,7 @@ class RolloutEngine:
                 self._in_segment = True
                 self._end = end
                 self._seg_id = seg_id = self._seg_id + 1
-                self._timers.call_in(end - now, self._on_end, seg_id)
+                self._timers.call_in_s(end - now, self._on_end, seg_id)
                 return
             self._finish_segment()
 

@@ -123,7 +123,7 @@ class EnvPool:
         now_s = self._timers.now_s()
         self.steps += 1
         end_s = self._take(now_s, latency_s) + latency_s
-        self._timers.call_in(end_s - now_s, fn, arg)
+        self._timers.call_in_s(end_s - now_s, fn, arg)
 
     def _recorded(self, job: tuple[float, float, int, float, Callable[[Any], None], Any]
                   ) -> None:

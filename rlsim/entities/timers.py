@@ -24,6 +24,10 @@ _RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
 _SLOT: Final = _RING - 1  # a bucket's slot: bucket & _SLOT
 _TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
 _PER_S: Final = 64.0  # calendar buckets per simulated second
+# A timer: (time, sequence number, fn, arg). The sequence number is the int object SimPy's
+# counter gave, typed Any: compiled, an `int` in a tuple is unboxed when read and boxed
+# again when stored, a new int object each time (issue 40: two per timer).
+_Timer = tuple[SimTime, Any, Callable[[Any], None], Any]
 
 
 class Timers:
@@ -66,7 +70,7 @@ class Timers:
         # SimPy's event counter (one `count` for the environment's life), held here so a
         # timer reads it without an attribute lookup on the (interpreted) Environment; its
         # `__next__` bound once (compiled, `next(...)` looked the builtin up at every call).
-        self._next_eid: Callable[[], int] = env._eid.__next__
+        self._next_eid: Callable[[], Any] = env._eid.__next__
         # A timer is (time, sequence number, fn, arg). `_cur` holds those of buckets up
         # to `_bucket`, sorted, the next to run at `_pos`. Later buckets wait as lists in
         # `_ring` (slot: bucket mod _RING) while fewer than _RING buckets ahead, else in
@@ -76,15 +80,14 @@ class Timers:
         # both (merged when its turn comes) and its number twice in `_ids`.
         # Times are SimTime (int or float), not float: compiled (rlsim/compiled.py), a float
         # would turn the clock's int 0 into 0.0, and records keep the type they were given.
-        self._cur: list[tuple[SimTime, int, Callable[[Any], None], Any]] = []
+        self._cur: list[_Timer] = []
         self._pos = 0
         self._bucket = -1
-        self._ring: list[list[tuple[SimTime, int, Callable[[Any], None], Any]] | None] = \
-            [None] * _RING
-        self._far: dict[int, list[tuple[SimTime, int, Callable[[Any], None], Any]]] = {}
+        self._ring: list[list[_Timer] | None] = [None] * _RING
+        self._far: dict[int, list[_Timer]] = {}
         self._ids: list[int] = []
-        self._driven: set[int] = set()  # timers with a driver queued under their own key
-        self._first: tuple[SimTime, int] | None = None  # the earliest driver queued
+        self._driven: set[Any] = set()  # timers with a driver queued under their own key
+        self._first: tuple[SimTime, Any] | None = None  # the earliest driver queued
         self._draining = False
         # The time of the timer running, while one runs (`_draining`): what `now()` gives
         # without an attribute lookup on the interpreted Environment.
@@ -110,18 +113,24 @@ class Timers:
 
     def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
-        # Compared and bucketed as a float, natively. A float delay gives a float time
-        # whatever the clock's type, added here as Python adds (the clock as a float); an
-        # int delay is added as SimPy adds (at the int 0 it stays an int).
-        # (`float(t)`, not `tf = t`: mypy would narrow `tf` to int | float, which compiles
-        # to boxed, generic arithmetic.)
-        t: SimTime
+        # A float delay gives a float time whatever the clock's type, added as Python adds
+        # (the clock as a float); an int delay is added as SimPy adds (at the int 0 it
+        # stays an int).
         if isinstance(delay, float):
-            tf = (self._tf if self._draining else self.now_s()) + delay
-            t = tf
-        else:
-            t = (self._t if self._draining else self.env._now) + delay
-            tf = float(t)
+            self.call_in_s(delay, fn, arg)
+            return
+        t = (self._t if self._draining else self.env._now) + delay
+        self._put(t, float(t), fn, arg)
+
+    def call_in_s(self, delay_s: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """`call_in` with a float delay: a compiled caller passes it unboxed (issue 40: the
+        engines' and the environment pool's timers)."""
+        tf = (self._tf if self._draining else self.now_s()) + delay_s
+        self._put(tf, tf, fn, arg)
+
+    def _put(self, t: SimTime, tf: float, fn: Callable[[Any], None], arg: Any) -> None:
+        """File the timer `fn(arg)` at time `t` (`tf`: the same as a float, compared and
+        bucketed natively)."""
         eid = self._next_eid()
         bucket = int(tf * _PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
@@ -196,7 +205,7 @@ class Timers:
         self._pos = 0
         return True
 
-    def _drive(self, t: SimTime, eid: int) -> None:
+    def _drive(self, t: SimTime, eid: Any) -> None:
         """Queue a driver with the key a timeout made with `eid` at `t` would have."""
         self._first = (t, eid)
         if eid in self._driven:
