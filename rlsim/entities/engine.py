@@ -206,11 +206,12 @@ class RolloutEngine:
         self._busy_requests = 0  # finished during the current busy period
         self._busy_tokens = 0
         self._track = f"rollout.{name}"
-        # Last recorded (kv_tokens, running, waiting) and the change that is worth a record.
-        self._gauges = (0, 0, 0)
-        count_step = max(1, max_running_seqs // 32)
-        self._gauge_steps = (max(1, kv_capacity_tokens // 100), count_step)
-        self._kv_step, self._count_step = self._gauge_steps
+        # Last recorded kv_tokens, running and waiting, and the change that is worth a
+        # record. Fields, not a tuple: compiled, read at every batch change as native ints
+        # (a tuple is unpacked and its ints converted; a new one boxes three).
+        self._last_kv = self._last_run = self._last_wait = 0
+        self._kv_step = max(1, kv_capacity_tokens // 100)
+        self._count_step = max(1, max_running_seqs // 32)
         # The gauges' series, written straight into the recorder's columns (compiled: no
         # interpreted call per record).
         self._cols = cols = recorder.counter_columns
@@ -733,7 +734,7 @@ class RolloutEngine:
             # The gauges, when one moved by its resolution (`_gauge`'s test, inlined).
             run = len(prefilling) + n_dec
             wait = len(waiting)
-            lkv, lrun, lwait = self._gauges
+            lkv, lrun, lwait = self._last_kv, self._last_run, self._last_wait
             # |a - b| as a comparison: compiled, `abs` of an int is a generic call.
             if (kv != lkv and (kv == 0 or lkv == 0 or (kv - lkv if kv > lkv else lkv - kv)
                                >= self._kv_step)) or (
@@ -803,8 +804,8 @@ class RolloutEngine:
         are invisible in a plot but, recorded exactly, cost a fifth of a large run's time
         and most of its memory (benchmarks/bench_large_sync.py).
         """
-        lkv, lrun, lwait = self._gauges
-        kv_step, count_step = self._gauge_steps
+        lkv, lrun, lwait = self._last_kv, self._last_run, self._last_wait
+        kv_step, count_step = self._kv_step, self._count_step
         now = self._timers.now()
         changed = False
         cols = self._cols
@@ -821,7 +822,7 @@ class RolloutEngine:
             cols.append(self._sid_waiting, now, wait)
             lwait, changed = wait, True
         if changed:
-            self._gauges = (lkv, lrun, lwait)
+            self._last_kv, self._last_run, self._last_wait = lkv, lrun, lwait
 
     def close(self) -> None:
         """The run ends now: record the gauges exactly as they are and write the busy span
@@ -834,7 +835,7 @@ class RolloutEngine:
                 (self._sid_kv, self._sid_running, self._sid_waiting),
                 (self._kv_const + n_dec * self.clock + self._kv_prefill,
                  len(self.prefilling) + n_dec, len(self.waiting)),
-                self._gauges, strict=True):
+                (self._last_kv, self._last_run, self._last_wait), strict=True):
             if value != last:
                 self._cols.append(sid, now, value)
         self._end_busy(cut=True)

@@ -50,7 +50,9 @@ class CounterColumns:
         self.kept: dict[int, tuple[Any, Any]] = {}
         # Records not yet in the arrays: series, time, value (int or float) and tag.
         self._series: list[int] = []
-        self._t: list[float] = []
+        # Any, not float: compiled, a float list's append unboxes the time and boxes it
+        # again, a new float object per record; these keep the caller's.
+        self._t: list[Any] = []
         self._value: list[Any] = []
         self._tag: list[int] = []
 
