@@ -320,7 +320,12 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None,
             delay = rng.choice(delays)
             as_timer = rng.random() < 0.6
             if as_timer and use_timers:
-                timers.call_in(delay, fire, child)
+                # Every other float delay through `call_in_s`, the compiled callers' way
+                # (no draw of its own: both runs draw the same numbers).
+                if isinstance(delay, float) and count[0] % 2:
+                    timers.call_in_s(delay, fire, child)
+                else:
+                    timers.call_in(delay, fire, child)
             else:
                 env.timeout(delay).callbacks.append(lambda _e, c=child: fire(c))
             if rng.random() < 0.1:  # an urgent event (a process start) now
