@@ -45,6 +45,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rlsim.entities.timers",
     "rlsim.entities.barrier",
     "rlsim.entities.env",
+    "rlsim.entities.ends",
     "rlsim.entities.reward",
     "rlsim.cost.inference",
     "rlsim.cost.training",

@@ -18,6 +18,7 @@ from typing import Any, Final
 import simpy
 from simpy.events import Timeout
 
+from rlsim.entities.ends import Ends
 from rlsim.entities.timers import Timers
 from rlsim.trace import Recorder
 
@@ -44,12 +45,14 @@ class EnvPool:
         # Otherwise only start times matter, and a step starts at the earliest time a worker
         # is free whichever worker that is: the ends of the steps still running say when,
         # once all W are busy. While fewer than 7/8 of the workers are busy they are a plain
-        # list, appended to and purged of past ends only when it reaches W entries (no heap
-        # push and pop per step: most pools never run out of workers; a purge comes at most
-        # once every W/8 steps); beyond that, a heap of floats, until the steps in flight
-        # fall to 3/4 of the workers (`_take`).
+        # list, appended to and purged of past ends only when it reaches W entries (no
+        # ordered structure per step: most pools never run out of workers; a purge comes at
+        # most once every W/8 steps); beyond that, a calendar of ends (`ends.Ends`: the
+        # same cost at any pool size, where a heap's grew with it), until the steps in
+        # flight fall to 3/4 of the workers (`_take`).
         self._busy: list[float] = []
-        self._heaped = False
+        self._ends = Ends()
+        self._saturated = False
         self._list_max = workers * 7 // 8
         self._list_min = workers * 3 // 4
         self.steps = 0
@@ -73,8 +76,9 @@ class EnvPool:
 
     def _take(self, now: float, latency_s: float) -> float:
         """When a step submitted now starts (its end is kept as a busy worker's)."""
-        busy = self._busy
-        if not self._heaped:
+        ends = self._ends
+        if not self._saturated:
+            busy = self._busy
             if len(busy) < self.workers:  # fewer entries than workers: one is free
                 busy.append(now + latency_s)
                 return now
@@ -83,17 +87,20 @@ class EnvPool:
             if len(busy) < self._list_max:
                 busy.append(now + latency_s)
                 return now
-            heapq.heapify(busy)
-            self._heaped = True
-        while busy and busy[0] <= now:  # steps that have ended free their workers
-            _heappop(busy)
-        if len(busy) < self.workers:
-            _heappush(busy, now + latency_s)
-            if len(busy) <= self._list_min:
-                self._heaped = False  # a heap is a list: appended to from here on
+            for end in busy:
+                ends.add(end)
+            self._busy = []
+            self._saturated = True
+        ends.drop_until(now)  # steps that have ended free their workers
+        if len(ends) < self.workers:
+            ends.add(now + latency_s)
+            if len(ends) <= self._list_min:  # a plain list from here on
+                self._busy = ends.values()
+                self._ends = Ends()
+                self._saturated = False
             return now
-        start = busy[0]  # every worker busy: the first to finish takes it
-        _heapreplace(busy, start + latency_s)
+        start = ends.take()  # every worker busy: the first to finish takes it
+        ends.add(start + latency_s)
         return start
 
     def run(self, latency_s: float) -> simpy.Event:
