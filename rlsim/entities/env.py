@@ -23,8 +23,6 @@ from rlsim.entities.timers import Timers
 from rlsim.trace import Recorder
 
 # Final: compiled, a static each, not a lookup in the module's globals per step.
-_heappush: Final = heapq.heappush
-_heappop: Final = heapq.heappop
 _heapreplace: Final = heapq.heapreplace
 
 
