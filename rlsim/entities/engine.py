@@ -42,7 +42,7 @@ from simpy.core import SimTime
 from simpy.events import URGENT
 
 from rlsim.cost.inference import InferenceCost
-from rlsim.entities.timers import Timers
+from rlsim.entities.timers import Timers, TimerTarget
 from rlsim.trace import Recorder
 
 
@@ -137,7 +137,7 @@ _heappop: Final = heapq.heappop
 
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (tests spy on it).
 @mypyc_attr(allow_interpreted_subclasses=True)
-class RolloutEngine:
+class RolloutEngine(TimerTarget):
     """A continuous-batching inference server on `tp` GPUs."""
 
     def __init__(
@@ -248,7 +248,6 @@ class RolloutEngine:
         # segment's end, a wake-up from idle), so a batch change costs no event object and
         # no generator resumption. It starts like a process would (an urgent event now).
         self._timers = Timers.of(env)
-        self._on_end = self._on_segment_end  # bound once: a timer per segment
         self._on_wake = self._on_wake_up  # bound once: a timer per wake-up from idle
         self._sleeping = False  # idle, waiting for work (the process's `yield idle`)
         self._wake_pending = False  # a wake-up from idle is scheduled
@@ -676,7 +675,12 @@ class RolloutEngine:
     def _arm(self, delay: float) -> None:
         """The segment in flight ends `delay` from now (any earlier timer is stale)."""
         self._seg_id = seg_id = self._seg_id + 1
-        self._timers.call_in_s(delay, self._on_end, seg_id)
+        self._timers.call_in_s(delay, self, seg_id)  # `on_timer`
+
+    def on_timer(self, arg: Any) -> None:
+        """The engine's only timer filed with itself as the target: the end of segment
+        `arg` (`_arm`, `_proceed`); a wake-up from idle is a bound method."""
+        self._on_segment_end(arg)
 
     def _on_segment_end(self, seg_id: int) -> None:
         if seg_id != self._seg_id:
@@ -778,7 +782,7 @@ class RolloutEngine:
                 self._in_segment = True
                 self._end = end
                 self._seg_id = seg_id = self._seg_id + 1
-                self._timers.call_in_s(end - now, self._on_end, seg_id)
+                self._timers.call_in_s(end - now, self, seg_id)  # `on_timer`
                 return
             self._finish_segment()
 

@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Any, ClassVar, Final
 
 import simpy
+from mypy_extensions import mypyc_attr
 from simpy.core import SimTime
 from simpy.events import NORMAL
 
@@ -24,10 +25,25 @@ _RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
 _SLOT: Final = _RING - 1  # a bucket's slot: bucket & _SLOT
 _TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
 _PER_S: Final = 64.0  # calendar buckets per simulated second
+
+
+# Compiled (rlsim/compiled.py), the class still takes Python subclasses (the engine's do).
+@mypyc_attr(allow_interpreted_subclasses=True)
+class TimerTarget:
+    """An object a timer calls back by its method `on_timer(arg)`. Compiled, the drain
+    calls it directly; a bound method is called through the generic protocol, its
+    arguments parsed at each call (issue 40: ~200 instructions per engine segment end)."""
+
+    def on_timer(self, arg: Any) -> None:
+        raise NotImplementedError
+
+
+# What a timer runs: `fn(arg)`, or `fn.on_timer(arg)` for a TimerTarget.
+Callback = Callable[[Any], None] | TimerTarget
 # A timer: (time, sequence number, fn, arg). The sequence number is the int object SimPy's
 # counter gave, typed Any: compiled, an `int` in a tuple is unboxed when read and boxed
 # again when stored, a new int object each time (issue 40: two per timer).
-_Timer = tuple[SimTime, Any, Callable[[Any], None], Any]
+_Timer = tuple[SimTime, Any, Callback, Any]
 
 
 class Timers:
@@ -111,8 +127,9 @@ class Timers:
         now: float = self.env._now
         return now
 
-    def call_in(self, delay: SimTime, fn: Callable[[Any], None], arg: Any = None) -> None:
-        """Run `fn(arg)` `delay` seconds from now (delay >= 0)."""
+    def call_in(self, delay: SimTime, fn: Callback, arg: Any = None) -> None:
+        """Run `fn(arg)` (`fn.on_timer(arg)` for a TimerTarget) `delay` seconds from now
+        (delay >= 0)."""
         # A float delay gives a float time whatever the clock's type, added as Python adds
         # (the clock as a float); an int delay is added as SimPy adds (at the int 0 it
         # stays an int).
@@ -122,13 +139,13 @@ class Timers:
         t = (self._t if self._draining else self.env._now) + delay
         self._put(t, float(t), fn, arg)
 
-    def call_in_s(self, delay_s: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+    def call_in_s(self, delay_s: float, fn: Callback, arg: Any = None) -> None:
         """`call_in` with a float delay: a compiled caller passes it unboxed (issue 40: the
         engines' and the environment pool's timers)."""
         tf = (self._tf if self._draining else self.now_s()) + delay_s
         self._put(tf, tf, fn, arg)
 
-    def _put(self, t: SimTime, tf: float, fn: Callable[[Any], None], arg: Any) -> None:
+    def _put(self, t: SimTime, tf: float, fn: Callback, arg: Any) -> None:
         """File the timer `fn(arg)` at time `t` (`tf`: the same as a float, compared and
         bucketed natively)."""
         eid = self._next_eid()
@@ -249,7 +266,10 @@ class Timers:
                 self._pos = pos + 1  # before the callback: a timer it adds goes after
                 self._t = env._now = t
                 self._tf = tf
-                fn(arg)
+                if isinstance(fn, TimerTarget):
+                    fn.on_timer(arg)
+                else:
+                    fn(arg)
         finally:
             self._draining = False
         if self._pos < len(self._cur) or self._next_bucket():
