@@ -297,8 +297,13 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None,
     tag) log of what ran."""
     import random
 
-    from rlsim.entities.timers import Timers
+    from rlsim.entities.timers import Timers, TimerTarget
 
+    class Target(TimerTarget):  # a timer's callback as a method, as the engines file theirs
+        def on_timer(self, arg: str) -> None:
+            fire(arg)
+
+    target = Target()
     rng = random.Random(seed)
     env = simpy.Environment()
     timers = Timers.of(env)
@@ -322,10 +327,12 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None,
             if as_timer and use_timers:
                 # Every other float delay through `call_in_s`, the compiled callers' way
                 # (no draw of its own: both runs draw the same numbers).
+                # Every third through a TimerTarget's `on_timer`.
+                fn = target if count[0] % 3 == 0 else fire
                 if isinstance(delay, float) and count[0] % 2:
-                    timers.call_in_s(delay, fire, child)
+                    timers.call_in_s(delay, fn, child)
                 else:
-                    timers.call_in(delay, fire, child)
+                    timers.call_in(delay, fn, child)
             else:
                 env.timeout(delay).callbacks.append(lambda _e, c=child: fire(c))
             if rng.random() < 0.1:  # an urgent event (a process start) now
