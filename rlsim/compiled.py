@@ -42,6 +42,7 @@ PURE_ENV = "RLSIM_PURE_PYTHON"
 HOT_MODULES: tuple[str, ...] = (
     "rlsim.entities.engine",
     "rlsim.entities.rollout",
+    "rlsim.entities.calendar",
     "rlsim.entities.timers",
     "rlsim.entities.barrier",
     "rlsim.entities.env",

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heappush
 from operator import itemgetter
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 import simpy
 from mypy_extensions import mypyc_attr
 from simpy.core import SimTime
 from simpy.events import NORMAL
 
-_RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
-_SLOT: Final = _RING - 1  # a bucket's slot: bucket & _SLOT
+from rlsim.entities.calendar import PER_S, Calendar
+
 _TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
-_PER_S: Final = 64.0  # calendar buckets per simulated second
 
 
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (the engine's do).
@@ -46,7 +45,7 @@ Callback = Callable[[Any], None] | TimerTarget
 _Timer = tuple[SimTime, Any, Callback, Any]
 
 
-class Timers:
+class Timers(Calendar):
     """Callbacks at future times, ordered exactly as SimPy events but far cheaper.
 
     `call_in(delay, fn, arg)` runs `fn(arg)` at `now + delay` as a callback on a
@@ -82,26 +81,19 @@ class Timers:
         return timers
 
     def __init__(self, env: simpy.Environment) -> None:
+        super().__init__()
         self.env = env
         # SimPy's event counter (one `count` for the environment's life), held here so a
         # timer reads it without an attribute lookup on the (interpreted) Environment; its
         # `__next__` bound once (compiled, `next(...)` looked the builtin up at every call).
         self._next_eid: Callable[[], Any] = env._eid.__next__
         # A timer is (time, sequence number, fn, arg). `_cur` holds those of buckets up
-        # to `_bucket`, sorted, the next to run at `_pos`. Later buckets wait as lists in
-        # `_ring` (slot: bucket mod _RING) while fewer than _RING buckets ahead, else in
-        # `_far` (bucket -> list); their numbers in the heap `_ids`. A list index, not a
-        # dict lookup, per timer: the dict of ~2,000 buckets missed the caches (issue 40).
-        # A bucket far when its first timer came and near for a later one has a list in
-        # both (merged when its turn comes) and its number twice in `_ids`.
+        # to `_bucket`, sorted, the next to run at `_pos`; later buckets wait in the
+        # calendar (`calendar.Calendar`).
         # Times are SimTime (int or float), not float: compiled (rlsim/compiled.py), a float
         # would turn the clock's int 0 into 0.0, and records keep the type they were given.
         self._cur: list[_Timer] = []
         self._pos = 0
-        self._bucket = -1
-        self._ring: list[list[_Timer] | None] = [None] * _RING
-        self._far: dict[int, list[_Timer]] = {}
-        self._ids: list[int] = []
         self._driven: set[Any] = set()  # timers with a driver queued under their own key
         self._first: tuple[SimTime, Any] | None = None  # the earliest driver queued
         self._draining = False
@@ -149,7 +141,7 @@ class Timers:
         """File the timer `fn(arg)` at time `t` (`tf`: the same as a float, compared and
         bucketed natively)."""
         eid = self._next_eid()
-        bucket = int(tf * _PER_S)
+        bucket = int(tf * PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
             # compiled, no call of the key per probe).
@@ -163,21 +155,8 @@ class Timers:
                 else:
                     lo = mid + 1
             cur.insert(lo, (t, eid, fn, arg))
-        elif bucket - self._bucket < _RING:
-            ring = self._ring
-            waiting = ring[bucket & _SLOT]
-            if waiting is None:
-                ring[bucket & _SLOT] = [(t, eid, fn, arg)]
-                heappush(self._ids, bucket)
-            else:
-                waiting.append((t, eid, fn, arg))
         else:
-            far = self._far.get(bucket)
-            if far is None:
-                self._far[bucket] = [(t, eid, fn, arg)]
-                heappush(self._ids, bucket)
-            else:
-                far.append((t, eid, fn, arg))
+            self._file(bucket, (t, eid, fn, arg))
         if self._draining:
             return  # the drain in progress runs it, or queues a driver for it
         first = self._first
@@ -190,26 +169,8 @@ class Timers:
 
     def _next_bucket(self) -> bool:
         """Make the next bucket the one in progress (when it is done); False if none."""
-        ids = self._ids
-        while ids:
-            bucket = heappop(ids)
-            if bucket <= self._bucket:
-                continue  # its number's second entry: it has run
-            # A pending bucket's ring slot holds its list or none: one in the same slot
-            # _RING buckets later came only after this one's turn.
-            cur = self._ring[bucket & _SLOT]
-            self._ring[bucket & _SLOT] = None
-            if self._far:
-                far = self._far.pop(bucket, None)
-                if far is not None:
-                    if cur is not None:  # the far ones came first (see the sort below)
-                        far.extend(cur)
-                    cur = far
-            if cur is None:
-                continue
-            self._bucket = bucket
-            break
-        else:
+        cur = self._next_items()
+        if cur is None:
             return False
         # By time alone, a stable sort: timers of equal time stay in the order they were
         # added, which is their sequence numbers' (a bucket's list only ever grows at its
