@@ -361,38 +361,50 @@ class Workload:
         shared = math.sqrt(rho) * z
         own = math.sqrt(1.0 - rho)
         turns = np.clip(np.rint(q["turns"](
-            shared[:, None] + own * self._agentic_normals(step, n, 0, (s,), first))), 1, t_max)
+            shared[:, None] + own * self._agentic_normals(step, n, 0, (s,), first))), 1,
+            t_max).astype(np.int64)
+        # Every draw is (group, sample, turn) over max_turns turns, but a sample uses only
+        # its first `turns`: the transforms are elementwise, so only the turns used are
+        # transformed and converted, in one flat run of (group, sample, turn) order (a
+        # sample's turns are consecutive; about a third of max_turns here).
+        used = np.arange(t_max) < turns[:, :, None]
         lengths = to_tokens(self._response_q(
-            shared[:, None, None]
-            + own * self._agentic_normals(step, n, 1, (s, t_max), first)), cap)
-        env_s = np.maximum(q["env_step"](self._agentic_normals(step, n, 2, (s, t_max), first)),
-                           0.0)
-        obs = to_tokens(q["obs_tokens"](self._agentic_normals(step, n, 3, (s, t_max), first)),
+            np.broadcast_to(shared[:, None, None], used.shape)[used]
+            + own * self._agentic_normals(step, n, 1, (s, t_max), first)[used]), cap)
+        env_s = np.maximum(q["env_step"](
+            self._agentic_normals(step, n, 2, (s, t_max), first)[used]), 0.0)
+        obs = to_tokens(q["obs_tokens"](self._agentic_normals(step, n, 3, (s, t_max), first)[used]),
                         self.cfg.max_prompt_len)
         reset = (np.maximum(q["env_reset"](self._agentic_normals(step, n, 4, (s,), first)), 0.0)
                  if "env_reset" in q else None)
         c = self._prompt_corr
         prompts = to_tokens(self._prompt_q(c * z + math.sqrt(1.0 - c * c) * prompt_noise),
                             self.cfg.max_prompt_len)
+        # A sample's last turn has no environment step after it.
+        ends = np.cumsum(turns.reshape(-1))
+        env_s[ends - 1] = 0.0
+        obs[ends - 1] = 0
+        totals_a = np.add.reduceat(lengths + obs, ends - turns.reshape(-1))
         first_id = step * PROMPT_ID_STRIDE
-        # Python numbers (tolist: no numpy scalar per value), then a sample's turns: every
-        # turn but the last is followed by an environment step.
-        n_turns, resp = turns.tolist(), lengths.tolist()
-        env_l, obs_l, prompt_l = env_s.tolist(), obs.tolist(), prompts.tolist()
+        # Python numbers (tolist: no numpy scalar per value), then a sample's turns as three
+        # slices of them (`Turns`), not an object per turn.
+        resp, env_l, obs_l = lengths.tolist(), env_s.tolist(), obs.tolist()
+        bounds, totals_l, prompt_l = ends.tolist(), totals_a.tolist(), prompts.tolist()
         reset_l = None if reset is None else reset.tolist()
-        # A sample's turns are three slices (`Turns`), not an object per turn.
         capped = a.max_context_len
         out = []
+        lo = 0
         for g in range(n - first):
             samples: list[Turns] = []
-            for j in range(s):
-                last = int(n_turns[g][j]) - 1
-                r, o = resp[g][j], obs_l[g][j]
-                sample = Turns(tuple(r[:last + 1]), (*env_l[g][j][:last], 0.0), (*o[:last], 0))
+            for j in range(g * s, g * s + s):
+                hi = bounds[j]
+                sample = Turns(tuple(resp[lo:hi]), tuple(env_l[lo:hi]), tuple(obs_l[lo:hi]))
+                lo = hi
                 if capped is not None:
                     sample = Turns.of(context_capped(sample, prompt_l[g], capped))
                 samples.append(sample)
-            totals = tuple(sum(t.response_tokens) + sum(t.obs_tokens) for t in samples)
+            totals = (tuple(totals_l[g * s:g * s + s]) if capped is None else
+                      tuple(sum(t.response_tokens) + sum(t.obs_tokens) for t in samples))
             out.append(PromptGroup(
                 first_id + first + g, prompt_l[g], totals, cap, turns=tuple(samples),
                 reset_s=None if reset_l is None else tuple(reset_l[g])))
