@@ -178,6 +178,10 @@ class RolloutEngine(TimerTarget):
         self.pool = pool
         self.gpus = gpus
         self.waiting: deque[Request] = deque()
+        # Its ends' methods bound once: compiled, a deque's method is otherwise looked up by
+        # name through its type at every call (issue 40: a submit and an admission a turn).
+        self._wait_append: Callable[[Request], None] = self.waiting.append
+        self._wait_popleft: Callable[[], Request] = self.waiting.popleft
         self.prefilling: dict[int, Request] = {}
         # Keyed by admission number (`Request._order`), in the order they joined (LIFO
         # preemption takes the last).
@@ -302,8 +306,12 @@ class RolloutEngine(TimerTarget):
             if self._cache:
                 self._evict()
             self.cache_lookups += 1
-            hit = self._cache.pop(req.cache_key, 0)
+            # `pop(key, 0)` as a get and a delete: compiled, both are direct dict calls,
+            # where a `pop` with a default is a method looked up by name (issue 40).
+            cache = self._cache
+            hit = cache.get(req.cache_key, 0)
             if hit:
+                del cache[req.cache_key]
                 self._cached_total -= hit
                 req._cached = cached = hit if hit < req.prompt_tokens else req.prompt_tokens
                 self.cache_hits += 1
@@ -313,7 +321,7 @@ class RolloutEngine(TimerTarget):
         if front:
             self.waiting.appendleft(req)
         else:
-            self.waiting.append(req)
+            self._wait_append(req)
         self.n_requests += 1
         self._poke()
 
@@ -466,7 +474,7 @@ class RolloutEngine(TimerTarget):
             limit = capacity - self._watermark if running else capacity
             if kv_used + need + 1 > limit:
                 break
-            waiting.popleft()
+            self._wait_popleft()
             r.status = "prefill"
             # Cached prompt tokens are attended to but not computed again; a hit is used
             # once (a preempted sequence recomputes everything).
@@ -627,9 +635,11 @@ class RolloutEngine(TimerTarget):
         # it), so every entry popped here finishes at `clock` or has lapsed.
         below = (clock + 1) << _ORDER_BITS
         while heap and heap[0] < below:
-            r = decoding.pop(_heappop(heap) & _ORDER_MASK, None)
+            order = _heappop(heap) & _ORDER_MASK
+            r = decoding.get(order)  # get and del: see `submit`
             if r is None:
                 continue  # preempted or aborted since its entry was pushed
+            del decoding[order]
             self.n_requests -= 1
             self._kv_const -= r.prompt_tokens - r._base
             r.generated = out = r.output_tokens
@@ -645,7 +655,10 @@ class RolloutEngine(TimerTarget):
             if caching and key is not None:
                 tokens = r.prompt_tokens + out
                 cache = self._cache
-                self._cached_total += tokens - cache.pop(key, 0)
+                old = cache.get(key, 0)
+                if old:
+                    del cache[key]  # a finish enters the LRU order last
+                self._cached_total += tokens - old
                 cache[key] = tokens
                 self._evict()
             if r.on_done is not None:
