@@ -61,6 +61,7 @@ OPEN = "open"  # `Rollout.state` while an attempt runs
 # compares it at every submit and finish, where a tuple's hash is computed afresh each time
 # (issue 40). Equal exactly when (uid, attempt) is, for fewer than 2**32 attempts.
 _UIDS = count(1)
+ADMIT_ALWAYS: Final = 1 << 62  # `JobCounts.admit_from` that calls every `admit` hook
 _ATTEMPT_BITS: Final = 32  # Final: compiled, a constant, not a globals lookup per turn
 
 
@@ -133,6 +134,11 @@ class JobCounts:
     def __init__(self) -> None:
         self.epoch = 0
         self.rid = 0
+        # Attempts on weights of this version or newer are submitted without a call of
+        # their `admit` hook: the policy that sets it vouches that its hook admits them
+        # (the async policy's staleness check, an interpreted call a turn otherwise;
+        # issue 40). The default calls every hook.
+        self.admit_from = ADMIT_ALWAYS
 
 
 # A plain Python class even when compiled (rlsim/compiled.py): its methods can be replaced
@@ -220,7 +226,8 @@ class Rollout:
     `keyed`: its requests carry its prefix-cache key even with one turn (a multi-turn
     sample's always do), so that the finished context stays in the engine's cache.
     Hooks a policy may set: `on_finish(sample)` after the last turn; `admit(rollout)`
-    before each submission (False: the policy took it over, e.g. restarted it);
+    before each submission (False: the policy took it over, e.g. restarted it), unless
+    the job's `counts.admit_from` says it admits the attempt's weights;
     `after_turn(rollout)` / `after_env(rollout)` hold it after a turn or an environment
     step until the policy calls `env_step()` / `submit()` (lock-step interaction).
     """
@@ -484,7 +491,7 @@ def _submit(r: Rollout, prefix: int) -> None:
     """Submit the current turn, with `prefix` tokens of its output kept (re-prefilled)."""
     if r.stopped:
         return
-    if r.admit is not None and not r.admit(r):
+    if r.admit is not None and r.version < r._counts.admit_from and not r.admit(r):
         return
     job = r.job
     rid = r.first_rid

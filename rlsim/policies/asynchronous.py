@@ -157,6 +157,7 @@ class _AsyncRun:
         self.replace = self.cfg.over_age == "replace_group"
         # replace_group checks at weight updates only (ROLL's gc), never per turn.
         self._admit = None if self.replace else self._fresh
+        self._admit_from()
         self._producer_wake: simpy.Event | None = None
         self.open_groups: dict[_Group, None] = {}  # launched, not trained/cancelled/replaced
         self.replaced = 0  # groups replaced so far
@@ -316,6 +317,11 @@ class _AsyncRun:
         """Trajectories holding an environment instance now (env.instances set)."""
         return len(self._holding)
 
+    def _admit_from(self) -> None:
+        """Tell the rollouts which weights `_fresh` admits without a call: those within
+        alpha of the engines' (`JobCounts.admit_from`)."""
+        self.job.counts.admit_from = self.published - self.alpha
+
     def _fresh(self, s: Rollout) -> bool:
         """Before each turn: an attempt that can no longer train within alpha starts over
         on the current weights (False: it did)."""
@@ -418,6 +424,7 @@ class _AsyncRun:
         then resume or drop what is in flight (ROLL's pause_sampling: gc, then abort_all,
         generate_scheduler.py:552-556)."""
         self.published = version
+        self._admit_from()
         if self.replace:
             self._replace_over_age()
         if self.cfg.partial_rollout:

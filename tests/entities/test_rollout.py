@@ -171,6 +171,21 @@ def test_admit_can_take_a_sample_over_before_each_turn():
     assert seen == [0, 1, 2] and len(submitted) == 2 and got == []
 
 
+@pytest.mark.parametrize(("admit_from", "calls"), [(5, 0), (6, 3)])
+def test_admit_hook_is_skipped_for_weights_the_job_admits(admit_from, calls):
+    # Weights 5 or newer are vouched for by the job (`counts.admit_from`): the hook is not
+    # called and every turn runs; for weights older than admit_from it is asked each turn.
+    job, submitted = _job()
+    job.counts.admit_from = admit_from
+    r = Rollout(job, 1, 100, 72, TURNS)
+    seen: list[int] = []
+    r.admit = lambda x: seen.append(x.turn) is None  # admits, and counts the calls
+    got = _finished(job, r)
+    r.start(5)
+    job.env.run()
+    assert len(seen) == calls and len(submitted) == 3 and len(got) == 1
+
+
 def test_start_of_an_open_attempt_raises():
     job, _ = _job()
     r = Rollout(job, 1, 100, 50)
