@@ -61,6 +61,20 @@ class EngineCost(Protocol):
     def decode_affine(self, batch: int) -> tuple[float, float]: ...
 
 
+# Compiled (rlsim/compiled.py), the class still takes Python subclasses.
+@mypyc_attr(allow_interpreted_subclasses=True)
+class DoneTarget:
+    """A request's `on_done` that the engine calls natively (`request_done`), where a
+    function is called through the generic protocol with its argument parsed (issue 40:
+    one a turn, the rollouts' `_turn_done`). Callable like the function it stands for."""
+
+    def request_done(self, req: Request) -> None:
+        raise NotImplementedError
+
+    def __call__(self, req: Request) -> None:
+        self.request_done(req)
+
+
 @dataclass(slots=True, eq=False)
 class Request:
     """One generation request: a prompt and the response length it will reach.
@@ -661,8 +675,12 @@ class RolloutEngine(TimerTarget):
                 self._cached_total += tokens - old
                 cache[key] = tokens
                 self._evict()
-            if r.on_done is not None:
-                r.on_done(r)
+            done = r.on_done
+            if done is not None:
+                if isinstance(done, DoneTarget):
+                    done.request_done(r)
+                else:
+                    done(r)
 
     def _evict(self) -> None:
         """Drop least recently used entries until the cache fits the free KV."""

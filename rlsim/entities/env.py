@@ -12,14 +12,13 @@ request spans, to keep phase-level records small.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from typing import Any, Final
 
 import simpy
 from simpy.events import Timeout
 
 from rlsim.entities.ends import Ends
-from rlsim.entities.timers import Timers
+from rlsim.entities.timers import Callback, Timers, TimerTarget
 from rlsim.trace import Recorder
 
 # Final: compiled, a static each, not a lookup in the module's globals per step.
@@ -112,9 +111,10 @@ class EnvPool:
                 track, "env_step", start, end, worker=worker, queued_s=start - now))
         return done
 
-    def run_then(self, latency_s: float, fn: Callable[[Any], None], arg: Any = None) -> None:
-        """An environment step submitted now; `fn(arg)` runs when it has finished, in the
-        order a callback on `run`'s event would."""
+    def run_then(self, latency_s: float, fn: Callback, arg: Any = None) -> None:
+        """An environment step submitted now; `fn(arg)` (`fn.on_timer(arg)` for a
+        `TimerTarget`) runs when it has finished, in the order a callback on `run`'s event
+        would."""
         if self._free_at or latency_s < 0:
             now = self._timers.now()
             start, end, worker = self._schedule(latency_s)
@@ -130,8 +130,10 @@ class EnvPool:
         end_s = self._take(now_s, latency_s) + latency_s
         self._timers.call_in_s(end_s - now_s, fn, arg)
 
-    def _recorded(self, job: tuple[float, float, int, float, Callable[[Any], None], Any]
-                  ) -> None:
+    def _recorded(self, job: tuple[float, float, int, float, Callback, Any]) -> None:
         start, end, worker, queued, fn, arg = job
         self.recorder.span(self.track, "env_step", start, end, worker=worker, queued_s=queued)
-        fn(arg)
+        if isinstance(fn, TimerTarget):
+            fn.on_timer(arg)
+        else:
+            fn(arg)

@@ -37,13 +37,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from operator import attrgetter
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
-from rlsim.entities.engine import Request, RolloutEngine
+from rlsim.entities.engine import DoneTarget, Request, RolloutEngine
 from rlsim.entities.env import EnvPool
-from rlsim.entities.timers import Timers
+from rlsim.entities.timers import Timers, TimerTarget
 from rlsim.workload import Turn
 from rlsim.workload.groups import Turns
 
@@ -578,5 +578,22 @@ def _finish(r: Rollout, last_response: int) -> None:
 
 # The callbacks a turn hands over, as statics (Final): compiled, a reference to a module's
 # function is otherwise a lookup in its globals at each use.
-_TURN_DONE: Final = _turn_done
-_ENV_DONE: Final = _env_done
+class _TurnDone(DoneTarget):
+    """`_turn_done` as a request's `on_done`, called natively by the engine."""
+
+    def request_done(self, req: Request) -> None:
+        _turn_done(req)
+
+
+_TURN_DONE: Final = _TurnDone()
+
+
+class _EnvDone(TimerTarget):
+    """`_env_done` as a timer's target: the drain calls it natively, where a function is
+    called through the generic protocol with its argument parsed (issue 40: one a turn)."""
+
+    def on_timer(self, arg: Any) -> None:
+        _env_done(arg)
+
+
+_ENV_DONE: Final = _EnvDone()

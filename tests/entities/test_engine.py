@@ -539,3 +539,38 @@ def test_abort_during_a_stall_counts_every_completed_iteration(toy_cost):
     env.run(until=10)
     assert got == [r1] and r1.generated == 10
     assert eng.kv_used == 0
+
+
+def test_a_done_target_is_called_like_the_function_it_stands_for(toy_cost):
+    # A `DoneTarget` (called natively when compiled) and a plain function get each request
+    # once, finished or aborted, in the same order; a target is also callable as a function.
+    from rlsim.entities.engine import DoneTarget
+
+    class Seen(DoneTarget):  # an interpreted subclass, as tests and plugins would write
+        def __init__(self) -> None:
+            self.got: list[tuple[int, str]] = []
+
+        def request_done(self, req: Request) -> None:
+            self.got.append((req.rid, req.status))
+
+    runs = []
+    for as_target in (True, False):
+        env = simpy.Environment()
+        eng = RolloutEngine(env, "e0", toy_cost, 10**6, 256, 8192, Recorder())
+        seen = Seen()
+        done = seen if as_target else seen.request_done
+        for i in range(6):
+            eng.submit(Request(i, 100, 50 if i % 2 else 5000, on_done=done))
+
+        def aborter(env=env, eng=eng):
+            yield env.timeout(5.0)
+            eng.abort()
+
+        env.process(aborter())
+        env.run()
+        runs.append(seen.got)
+    assert runs[0] == runs[1]
+    assert sorted(runs[0]) == [(i, "aborted" if i % 2 == 0 else "finished") for i in range(6)]
+    seen = Seen()
+    seen(Request(9, 1, 1))
+    assert seen.got == [(9, "new")]
