@@ -236,12 +236,12 @@ class Rollout:
     # field, where a class default not yet set is looked up through the type and the
     # instance's __dict__ at each turn (issue 40). The __dict__ takes what a recovery
     # scheme or a test adds.
-    __slots__ = ("__dict__", "_counts", "_env_s", "_obs", "_out", "_pool", "_timers", "admit",
-                 "after_env", "after_turn", "attempt", "context", "engine", "epoch", "faults",
-                 "first_rid", "job", "keyed", "last", "on_finish", "prompt_id",
-                 "prompt_tokens", "request", "reset_s", "response_tokens", "reward_s", "rid",
-                 "slot", "state", "stopped", "t_turn", "task", "turn", "turns", "uid",
-                 "version")
+    __slots__ = ("__dict__", "_counts", "_env_s", "_key", "_key_attempt", "_obs", "_out",
+                 "_pool", "_timers", "admit", "after_env", "after_turn", "attempt", "context",
+                 "engine", "epoch", "faults", "first_rid", "job", "keyed", "last", "on_finish",
+                 "prompt_id", "prompt_tokens", "request", "reset_s", "response_tokens",
+                 "reward_s", "rid", "slot", "state", "stopped", "t_turn", "task", "turn",
+                 "turns", "uid", "version")
 
     def __init__(self, job: RolloutJob, prompt_id: int, prompt_tokens: int,
                  response_tokens: int, turns: Sequence[Turn] | None = None,
@@ -279,6 +279,10 @@ class Rollout:
         self.task = task
         self.keyed = keyed or last > 0
         self.uid = next(_UIDS)
+        # The prefix-cache key of attempt `_key_attempt` (`_submit`): one int object per
+        # attempt, so the engine's cache finds it by identity and no int is made per turn.
+        self._key: int | None = None
+        self._key_attempt = 0
         self.on_finish = on_finish
         # A slot set here, not a class default: mypyc leaves a class default of a Protocol
         # type unset in a class with a __dict__ slot (the compiled hot path, rlsim/compiled.py).
@@ -503,8 +507,14 @@ def _submit(r: Rollout, prefix: int) -> None:
     r.rid = rid
     # the current turn's response length
     out = r.response_tokens if r.turns is None else r._out[r.turn]
-    req = Request(rid, r.context, out, prefix, _TURN_DONE, r,
-                  (r.uid << _ATTEMPT_BITS) | r.attempt if r.keyed else None)
+    key: int | None = None
+    if r.keyed:
+        key = r._key
+        if key is None or r._key_attempt != r.attempt:
+            r._key = (r.uid << _ATTEMPT_BITS) | r.attempt
+            r._key_attempt = r.attempt
+            key = r._key
+    req = Request(rid, r.context, out, prefix, _TURN_DONE, r, key)
     r.request = req
     engine = r.engine
     if engine is None:
