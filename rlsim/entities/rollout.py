@@ -586,8 +586,9 @@ def _finish(r: Rollout, last_response: int) -> None:
         r.on_finish(sample)
 
 
-# The callbacks a turn hands over, as statics (Final): compiled, a reference to a module's
-# function is otherwise a lookup in its globals at each use.
+# The callbacks a turn hands over: native objects (called directly by the engine and the
+# timers' drain), each one instance held in a static (Final: compiled, a module global is
+# otherwise a lookup in the module's dict at each use).
 class _TurnDone(DoneTarget):
     """`_turn_done` as a request's `on_done`, called natively by the engine."""
 
