@@ -266,7 +266,6 @@ class RolloutEngine(TimerTarget):
         # segment's end, a wake-up from idle), so a batch change costs no event object and
         # no generator resumption. It starts like a process would (an urgent event now).
         self._timers = Timers.of(env)
-        self._on_wake = self._on_wake_up  # bound once: a timer per wake-up from idle
         self._sleeping = False  # idle, waiting for work (the process's `yield idle`)
         self._wake_pending = False  # a wake-up from idle is scheduled
         self._seg_id = 0  # the segment in flight; its timer is stale once this moves on
@@ -422,7 +421,9 @@ class RolloutEngine(TimerTarget):
         if self._sleeping:
             if not self._wake_pending and not self.down:
                 self._wake_pending = True
-                self._timers.call_in(0, self._on_wake)  # 0, not 0.0: as Event.succeed
+                # 0, not 0.0: as Event.succeed. The engine itself as the target, with no
+                # segment: called natively (`on_timer`), not as a bound method.
+                self._timers.call_in(0, self, None)
             return
         if not self._in_segment:
             return
@@ -709,9 +710,12 @@ class RolloutEngine(TimerTarget):
         self._timers.call_in_s(delay, self, seg_id)  # `on_timer`
 
     def on_timer(self, arg: Any) -> None:
-        """The engine's only timer filed with itself as the target: the end of segment
-        `arg` (`_arm`, `_proceed`); a wake-up from idle is a bound method."""
-        self._on_segment_end(arg)
+        """The engine's timers: the end of segment `arg` (`_arm`, `_proceed`), or with
+        None a wake-up from idle (`_poke`)."""
+        if arg is None:
+            self._on_wake_up(None)
+        else:
+            self._on_segment_end(arg)
 
     def _on_segment_end(self, seg_id: int) -> None:
         if seg_id != self._seg_id:

@@ -26,6 +26,29 @@ from rlsim.entities.calendar import PER_S, Calendar
 _TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
 
 
+class EventIds:
+    """SimPy's event counter (`Environment._eid`, an `itertools.count` there), compiled:
+    the timers take a number from it natively at each timer, where calling the count's
+    `__next__` went through the generic call protocol (issue 40: ~240 instructions a
+    timer). SimPy's `schedule` still calls `next()` on it; the numbers run on from where
+    the count stood, so every event is numbered as before."""
+
+    def __init__(self, start: int) -> None:
+        self.n = start
+
+    def take(self) -> Any:
+        """The next number (Any: boxed once, as the tuples that hold it keep it)."""
+        n = self.n
+        self.n = n + 1
+        return n
+
+    def __iter__(self) -> EventIds:
+        return self
+
+    def __next__(self) -> Any:
+        return self.take()
+
+
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (the engine's do).
 @mypyc_attr(allow_interpreted_subclasses=True)
 class TimerTarget:
@@ -83,10 +106,18 @@ class Timers(Calendar):
     def __init__(self, env: simpy.Environment) -> None:
         super().__init__()
         self.env = env
-        # SimPy's event counter (one `count` for the environment's life), held here so a
-        # timer reads it without an attribute lookup on the (interpreted) Environment; its
-        # `__next__` bound once (compiled, `next(...)` looked the builtin up at every call).
-        self._next_eid: Callable[[], Any] = env._eid.__next__
+        # SimPy's event counter, replaced by a compiled one that goes on from the same
+        # number (the number `next` takes here is the first the new one gives) and held
+        # here, so a timer numbers itself with a native call.
+        eids: Any = env._eid
+        if not isinstance(eids, EventIds):
+            eids = EventIds(next(env._eid))
+            env._eid = eids  # SimPy only calls next() on it
+        self._eids: EventIds = eids
+        # The Environment's attributes: the drain sets the clock (`_now`) at every timer,
+        # a store into this dict, where a store of the attribute on the interpreted
+        # Environment looks it up through the type first (issue 40: ~230 instructions).
+        self._env_attrs: dict[str, Any] = env.__dict__
         # A timer is (time, sequence number, fn, arg). `_cur` holds those of buckets up
         # to `_bucket`, sorted, the next to run at `_pos`; later buckets wait in the
         # calendar (`calendar.Calendar`).
@@ -140,7 +171,7 @@ class Timers(Calendar):
     def _put(self, t: SimTime, tf: float, fn: Callback, arg: Any) -> None:
         """File the timer `fn(arg)` at time `t` (`tf`: the same as a float, compared and
         bucketed natively)."""
-        eid = self._next_eid()
+        eid = self._eids.take()
         bucket = int(tf * PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
@@ -200,8 +231,8 @@ class Timers(Calendar):
         first = self._first
         if first is not None and first[1] == eid:
             self._first = None
-        env = self.env
-        queue = env._queue
+        queue = self.env._queue
+        env_attrs = self._env_attrs
         # SimPy's queue only grows while timers run: its head is re-read when it grew.
         queued = -1
         qt, qp, qe = 0.0, 0, 0
@@ -225,7 +256,8 @@ class Timers(Calendar):
                     if qt < tf or (qt == tf and (qp < NORMAL or qe < eid)):
                         break
                 self._pos = pos + 1  # before the callback: a timer it adds goes after
-                self._t = env._now = t
+                self._t = t
+                env_attrs["_now"] = t  # `env._now = t`
                 self._tf = tf
                 if isinstance(fn, TimerTarget):
                     fn.on_timer(arg)
