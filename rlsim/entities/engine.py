@@ -196,7 +196,10 @@ class RolloutEngine(TimerTarget):
         # name through its type at every call (issue 40: a submit and an admission a turn).
         self._wait_append: Callable[[Request], None] = self.waiting.append
         self._wait_popleft: Callable[[], Request] = self.waiting.popleft
-        self.prefilling: dict[int, Request] = {}
+        # In admission order (chunks are taken in it, preemption takes the last), a list:
+        # a handful at most, and an iteration's completed prefills are its first ones, so
+        # no dict insert and delete per turn (issue 40).
+        self.prefilling: list[Request] = []
         # Keyed by admission number (`Request._order`), in the order they joined (LIFO
         # preemption takes the last).
         self.decoding: dict[int, Request] = {}
@@ -353,13 +356,13 @@ class RolloutEngine(TimerTarget):
         clock_now = self.clock + (self._completed_iterations() if self._in_segment else 0) \
             - (1 if in_head else 0)
         targets = list(reqs) if reqs is not None else [
-            *self.waiting, *self.prefilling.values(), *self.decoding.values()]
+            *self.waiting, *self.prefilling, *self.decoding.values()]
         aborted: list[Request] = []
         for r in targets:
             if r.status == "waiting":
                 self.waiting.remove(r)
             elif r.status == "prefill":
-                del self.prefilling[r.rid]
+                self.prefilling.remove(r)
                 self._kv_prefill -= r._prefill_left + r._prefill_done + 1
             elif r.status == "decode":
                 if clock_now - r._base >= r.output_tokens:
@@ -387,7 +390,7 @@ class RolloutEngine(TimerTarget):
         with the tokens generated so far (counted as `abort` counts them) and without
         calling its on_done, since whoever recovers the engine decides its fate. The prefix
         cache is lost, and the engine admits nothing until `restart`."""
-        reqs = [*self.waiting, *self.prefilling.values(), *self.decoding.values()]
+        reqs = [*self.waiting, *self.prefilling, *self.decoding.values()]
         hooks = [r.on_done for r in reqs]
         for r in reqs:
             r.on_done = None
@@ -504,7 +507,7 @@ class RolloutEngine(TimerTarget):
             self._kv_prefill += need + 1  # the prompt plus the token its prefill samples
             kv_used += need + 1
             running += 1
-            prefilling[r.rid] = r
+            prefilling.append(r)
             self._events += 1
         if self._cache:
             self._evict()
@@ -521,7 +524,7 @@ class RolloutEngine(TimerTarget):
         """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
         victim: Request | None = None
         if self.prefilling:
-            victim = self.prefilling[next(reversed(self.prefilling))]
+            victim = self.prefilling[-1]
         if self.decoding:
             last = self.decoding[next(reversed(self.decoding))]
             if victim is None or last._order > victim._order:
@@ -529,7 +532,7 @@ class RolloutEngine(TimerTarget):
         if victim is None:
             raise RuntimeError(f"engine {self.name}: KV exhausted with nothing to preempt")
         if victim.status == "prefill":
-            del self.prefilling[victim.rid]
+            self.prefilling.pop()
             self._kv_prefill -= victim._prefill_left + victim._prefill_done + 1
         else:
             del self.decoding[victim._order]
@@ -554,8 +557,10 @@ class RolloutEngine(TimerTarget):
         budget = self.max_batched - bsz
         chunk_total = 0
         chunks: list[tuple[int, int]] = []
-        completed: list[Request] = []
-        for r in prefilling.values():
+        # The prefills this iteration completes are its first ones: each takes its whole
+        # rest until the budget runs out, and the one it runs out in gets a part.
+        completed = 0
+        for r in prefilling:
             if budget <= 0:
                 break
             left = r._prefill_left
@@ -566,7 +571,7 @@ class RolloutEngine(TimerTarget):
             r._prefill_left = left - take
             r._prefill_done += take
             if left == take:
-                completed.append(r)
+                completed += 1
         native = self._native_cost
         if native is not None:
             cost = native.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self._scale
