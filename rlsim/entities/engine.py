@@ -44,6 +44,7 @@ from simpy.events import URGENT
 from rlsim.cost.inference import InferenceCost
 from rlsim.entities.timers import Timers, TimerTarget
 from rlsim.trace import Recorder
+from rlsim.trace.records import new_span as _new_span_of
 
 
 class _StepCost(Protocol):
@@ -147,6 +148,7 @@ _ORDER_MASK: Final = (1 << _ORDER_BITS) - 1
 # Final: compiled, a static each, not a lookup in the module's globals per call.
 _heappush: Final = heapq.heappush
 _heappop: Final = heapq.heappop
+_new_span: Final = _new_span_of
 
 
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (tests spy on it).
@@ -579,13 +581,15 @@ class RolloutEngine(TimerTarget):
             cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self._scale
         self.clock += 1
         self.iterations += 1
-        for r in completed:
-            del prefilling[r.rid]
+        for i in range(completed):
+            r = prefilling[i]
             self._kv_prefill -= r._prefill_done + 1
             r.generated += 1  # the last prefill chunk samples the first new token
             if r.t_first_token != r.t_first_token:  # nan: its first token
                 r.t_first_token = now + cost
             self._join_decode(r)
+        if completed:
+            del prefilling[:completed]
         return cost
 
     def _plan(self, now: float) -> float:
@@ -898,13 +902,14 @@ class RolloutEngine(TimerTarget):
         by the run's end, marked `open`)."""
         if self._busy_since is None:
             return
-        # Its attributes built here and handed over whole (`Recorder.span_of`): no keyword
-        # arguments packed and unpacked per busy period, one per engine idle (issue 40).
+        # Built and appended here (the span is `Recorder.span`'s, never ending before it
+        # starts): no interpreted call and no keyword arguments packed and unpacked per busy
+        # period, one per engine idle (issue 40).
         attrs: dict[str, Any] = {"pool": self.pool, "gpus": self.gpus,
                                  "requests": self._busy_requests, "tokens": self._busy_tokens}
         if cut:
             attrs["open"] = True
-        self.recorder.span_of(self._track, "busy", self._busy_since, self._timers.now(),
-                              attrs)
+        self.recorder.spans.append(
+            _new_span((self._track, "busy", self._busy_since, self._timers.now(), attrs)))
         self._busy_since = None
         self._busy_requests = self._busy_tokens = 0

@@ -13,7 +13,7 @@ every value of the type it was recorded with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -58,6 +58,10 @@ _CHUNK = 65_536  # counters rebuilt per batch while iterating: bounds the memory
 # an interpreted frame per span, one per engine busy period in a large run).
 _new_counter = partial(tuple.__new__, Counter)
 _new_span = partial(tuple.__new__, Span)
+new_span: Callable[[tuple[str, str, Any, Any, dict[str, Any]]], Span] = _new_span
+"""A `Span` from its (track, name, t0, t1, attrs) tuple, with no Python code run: for a
+compiled writer with a span per event (an engine's busy periods), which appends it to
+`Recorder.spans` itself (issue 40: `span_of`, interpreted, was ~2,500 instructions)."""
 _new_instant = partial(tuple.__new__, Instant)
 
 
