@@ -238,8 +238,12 @@ class RolloutEngine(TimerTarget):
         # The gauges' series, written straight into the recorder's columns (compiled: no
         # interpreted call per record).
         self._cols = cols = recorder.counter_columns
-        self._sid_kv, self._sid_running, self._sid_waiting = sids = tuple(
+        sid_kv, sid_running, sid_waiting = sids = tuple(
             cols.series_of(self._track, gauge) for gauge in _GAUGES)
+        # Any: held boxed, where an int field is boxed anew for each record (issue 40).
+        self._sid_kv: Any = sid_kv
+        self._sid_running: Any = sid_running
+        self._sid_waiting: Any = sid_waiting
         for sid in sids:  # every series starts at 0
             cols.append(sid, env.now, 0)
         self.iterations = 0

@@ -115,8 +115,14 @@ class CounterColumns:
             self.names.append(name)
         return sid
 
-    def append(self, sid: int, t: Any, value: Any) -> None:
-        """One record of series `sid`: value `value` at time `t`."""
+    def append(self, sid: Any, t: Any, value: Any) -> None:
+        """One record of series `sid` (an int; Any: compiled, a caller's boxed id is kept,
+        not boxed anew): value `value` at time `t`."""
+        # The objects as given, kept apart from the tests below: compiled, a test of
+        # `type(t) is float` makes `t` a native float, which a list would box again, a new
+        # object per record (issue 40).
+        t_obj: object = t
+        value_obj: object = value
         if type(t) is float:
             if type(value) is int and -EXACT <= value <= EXACT:
                 tag = VALUE_INT
@@ -126,8 +132,8 @@ class CounterColumns:
                 self._append_other(sid, t, value)
                 return
             self._series.append(sid)
-            self._t.append(t)
-            self._value.append(value)
+            self._t.append(t_obj)
+            self._value.append(value_obj)
             self._tag.append(tag)
             if len(self._tag) >= _BATCH:
                 self.flush()
