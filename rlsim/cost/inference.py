@@ -827,6 +827,42 @@ class InferenceCost:
         the iteration: the decodes and the prefilling sequences (the chunks with tokens, or
         one when `prefill_tokens` come without `prefill_chunks`), plus `prefill_overhead_s`
         when the iteration prefills, plus `eager_overhead_s` without CUDA graphs."""
+        seqs, m = self._seqs(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens,
+                             prefill_chunks)
+        if m == 0:
+            return _ZERO
+        if self.pp > 1:
+            return self._pp_step(m, seqs, decode_seqs, kv_tokens, prefill_tokens,
+                                 prefill_context_tokens, prefill_chunks)
+        linear, attention, other, comm, overhead = self._parts(
+            seqs, m, decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens,
+            prefill_chunks)
+        return StepCost(linear, attention, other, comm, overhead)
+
+    def step_total_s(
+        self,
+        decode_seqs: int,
+        kv_tokens: int,
+        prefill_tokens: int = 0,
+        prefill_context_tokens: int = 0,
+        prefill_chunks: Sequence[tuple[int, int]] | None = None,
+    ) -> float:
+        """`step(...).total_s`, the same value, without building the `StepCost`: an engine's
+        mixed iterations, one a turn (issue 40). Compiled, the parts come back unboxed."""
+        seqs, m = self._seqs(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens,
+                             prefill_chunks)
+        if m == 0 or self.pp > 1:
+            return self.step(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens,
+                             prefill_chunks).total_s
+        linear, attention, other, comm, overhead = self._parts(
+            seqs, m, decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens,
+            prefill_chunks)
+        return linear + attention + other + comm + overhead  # as `StepCost.total_s` adds
+
+    def _seqs(self, decode_seqs: int, kv_tokens: int, prefill_tokens: int,
+              prefill_context_tokens: int,
+              prefill_chunks: Sequence[tuple[int, int]] | None) -> tuple[int, int]:
+        """The arguments checked; (sequences in the iteration, tokens it computes)."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
         seqs = decode_seqs
         if prefill_chunks is not None:
@@ -840,12 +876,13 @@ class InferenceCost:
                 raise ValueError("prefill_chunks must add up to prefill_tokens")
         elif prefill_tokens:
             seqs += 1
-        m = decode_seqs + prefill_tokens
-        if m == 0:
-            return _ZERO
-        if self.pp > 1:
-            return self._pp_step(m, seqs, decode_seqs, kv_tokens, prefill_tokens,
-                                 prefill_context_tokens, prefill_chunks)
+        return seqs, decode_seqs + prefill_tokens
+
+    def _parts(self, seqs: int, m: int, decode_seqs: int, kv_tokens: int, prefill_tokens: int,
+               prefill_context_tokens: int, prefill_chunks: Sequence[tuple[int, int]] | None,
+               ) -> tuple[float, float, float, float, float]:
+        """(linear, attention, other, comm, overhead) of a single-stage iteration of `m`
+        tokens over `seqs` sequences."""
         linear, other, comm = self._dense(m)
         attention = self._layers * self._layer_attention_s(
             decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens, prefill_chunks
@@ -858,7 +895,7 @@ class InferenceCost:
             overhead += self._prefill_overhead
         if self._eager_launch_s:
             overhead += self.eager_overhead_s(decode_seqs > 0, prefill_tokens > 0)
-        return StepCost(linear, attention, other, comm, overhead)
+        return linear, attention, other, comm, overhead
 
     def _pp_step(
         self, m: int, seqs: int, decode_seqs: int, kv_tokens: int, prefill_tokens: int,

@@ -580,7 +580,7 @@ class RolloutEngine(TimerTarget):
                 completed += 1
         native = self._native_cost
         if native is not None:
-            cost = native.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self._scale
+            cost = native.step_total_s(bsz, kv_dec, chunk_total, 0, chunks) * self._scale
         else:
             cost = self.cost.step(bsz, kv_dec, chunk_total, 0, chunks).total_s * self._scale
         self.clock += 1
