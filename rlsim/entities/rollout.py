@@ -215,8 +215,8 @@ class RolloutJob:
             self.outcomes[how] += n
 
 
-# Compiled (rlsim/compiled.py), the class still takes Python subclasses (the async policy's
-# _Slot).
+# Compiled (rlsim/compiled.py), the class still takes Python subclasses (a plug-in's; the
+# async policy's `_Slot` is compiled too).
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Rollout:
     """One sample's life: its attempts, turns, context, requests and outcome.
@@ -487,10 +487,11 @@ def _turn_done(req: Request) -> None:
         _env_step(r)
 
 
-# A turn's steps as plain functions, not methods: the async policy's `_Slot` is an
-# interpreted subclass, so a compiled call of a method on a rollout goes through a Python-
-# level lookup and call (mypyc's glue), ~400 instructions each, four per turn (issue 40).
-# Functions are called directly. The methods that are the public API delegate to them.
+# A turn's steps as plain functions, not methods: on an instance of an interpreted subclass
+# a compiled call of a method goes through a Python-level lookup and call (mypyc's glue),
+# ~400 instructions each, four per turn (issue 40: the async policy's `_Slot` was one until
+# the policy was compiled). Functions are called directly, whatever the rollout's class.
+# The methods that are the public API delegate to them.
 def _submit(r: Rollout, prefix: int) -> None:
     """Submit the current turn, with `prefix` tokens of its output kept (re-prefilled)."""
     if r.stopped:

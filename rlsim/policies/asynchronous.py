@@ -65,11 +65,12 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
+from mypy_extensions import mypyc_attr
 
 from rlsim.config.policies.asynchronous import ASYNC, AsyncConfig
 from rlsim.entities.engine import RolloutEngine
@@ -128,6 +129,7 @@ class _Batch:
     complete: int = 0
 
 
+@mypyc_attr(native_class=False)
 class _AsyncRun:
     """The rollout side and the trainer's queue of one run under settings `cfg`, from step
     `first` (0, or the step a job restart resumed at: its weights, version `first`, on the
@@ -276,6 +278,11 @@ class _AsyncRun:
             self._enqueue(s, engine)
             self._pump()
             return
+        self._begin(s, engine)
+
+    def _begin(self, s: _Slot, engine: RolloutEngine | None) -> None:
+        """`s`'s attempt starts now, on the current weights (every start goes through
+        here)."""
         s.start(self.published, engine)
 
     # ------------------------------------------------------------------ env instances
@@ -310,7 +317,7 @@ class _AsyncRun:
             del queued[s]
             self._free -= 1
             self._holding.add(s)
-            s.start(self.published, engine)
+            self._begin(s, engine)
 
     @property
     def live_trajectories(self) -> int:
@@ -355,8 +362,7 @@ class _AsyncRun:
             jc = self.ph.cluster.scenario.reward.judge
             assert jc is not None
             scorer.judge(s.rid, sample.judged_tokens(jc.reads))
-            scorer.judging.pop(s.rid).callbacks.append(
-                lambda _e: self._scored(s, sample, attempt))
+            scorer.judging.pop(s.rid).callbacks.append(_on_verdict(self, s, sample, attempt))
         else:
             self.timers.call_in(max(0.0, end - self.env.now), self._reward_done,
                                 (s, sample, attempt))
@@ -552,6 +558,14 @@ class _AsyncRun:
         group not trained yet); at the run's end, its `leftover`. A job restart voids
         (ends) every attempt of the run before it, so the job's count is this run's."""
         return self.job.open_attempts()
+
+
+def _on_verdict(run: _AsyncRun, s: _Slot, sample: Sample,
+                attempt: int) -> Callable[[simpy.Event], None]:
+    """The judge's verdict callback of `s`'s attempt `attempt`: it is scored. A module
+    function's closure (mypyc cannot compile one in a method of `_AsyncRun`, a non-native
+    class)."""
+    return lambda _e: run._scored(s, sample, attempt)
 
 
 def _retire(g: _Group) -> None:

@@ -29,11 +29,11 @@ class _Live:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, cap: int | None) -> None:
         self.slots: dict[int, asynchronous._Slot] = {}
         self.peak = 0
-        start = asynchronous._Slot.start
+        begin = asynchronous._AsyncRun._begin  # every start goes through it
         live = self
 
-        def record(s, version, engine=None, held=False):
-            start(s, version, engine, held)
+        def record(run, s, engine):
+            begin(run, s, engine)
             if s.turns is None:
                 return
             live.slots[id(s)] = s
@@ -42,7 +42,7 @@ class _Live:
             if cap is not None:
                 assert n <= cap, f"{n} trajectories live, {cap} instances"
 
-        monkeypatch.setattr(asynchronous._Slot, "start", record)
+        monkeypatch.setattr(asynchronous._AsyncRun, "_begin", record)
 
 
 def _agentic(alpha: int = 1, instances: int | None = None, **changes):
