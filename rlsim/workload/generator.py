@@ -337,9 +337,11 @@ class Workload:
                          first: int = 0) -> FloatArray:
         """Standard normals of one kind of agentic draw for prompts `first` to n - 1,
         (n - first, *shape), chunk by chunk like the other draws so a batch is a prefix of
-        any larger one."""
+        any larger one. A chunk's stream fills its rows in order, so a chunk's first rows
+        are the same however many follow: only the rows up to prompt n - 1 are drawn (issue
+        40: a batch of 1,056 prompts drew 2,048 prompts' turns)."""
         rows = [keyed_stream(self._seed_seq, step, chunk, _AGENTIC_KEY + what)
-                .standard_normal((CHUNK_PROMPTS, *shape))
+                .standard_normal((min(CHUNK_PROMPTS, n - chunk * CHUNK_PROMPTS), *shape))
                 for chunk in range(first // CHUNK_PROMPTS, math.ceil(n / CHUNK_PROMPTS))]
         return np.concatenate(rows)[_chunk_rows(first, n)]
 
