@@ -129,7 +129,9 @@ class _Batch:
     complete: int = 0
 
 
-@mypyc_attr(native_class=False)
+# Compiled (rlsim/compiled.py), the class still takes Python subclasses: tests spy on its
+# steps through a subclass put in `_RUN`.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _AsyncRun:
     """The rollout side and the trainer's queue of one run under settings `cfg`, from step
     `first` (0, or the step a job restart resumed at: its weights, version `first`, on the
@@ -562,10 +564,13 @@ class _AsyncRun:
 
 def _on_verdict(run: _AsyncRun, s: _Slot, sample: Sample,
                 attempt: int) -> Callable[[simpy.Event], None]:
-    """The judge's verdict callback of `s`'s attempt `attempt`: it is scored. A module
-    function's closure (mypyc cannot compile one in a method of `_AsyncRun`, a non-native
-    class)."""
+    """The judge's verdict callback of `s`'s attempt `attempt`: it is scored."""
     return lambda _e: run._scored(s, sample, attempt)
+
+
+# The class a run is made of: `_AsyncRun`, or a test's subclass of it that spies on its steps
+# (not Final, so a test can replace it; read once per run).
+_RUN: type[_AsyncRun] = _AsyncRun
 
 
 def _retire(g: _Group) -> None:
@@ -608,13 +613,13 @@ class _AsyncJob:
         self.ph = ph
         self.workload = workload
         self.cfg = cfg
-        self.run = _AsyncRun(ph, workload, cfg)
+        self.run = _RUN(ph, workload, cfg)
         self.backlog = 0
         self._started = False
 
     def start(self, first: int) -> Generator[simpy.Event, Any, None]:
         if self._started:  # after a job restart: a fresh rollout side
-            self.run = _AsyncRun(self.ph, self.workload, self.cfg, first)
+            self.run = _RUN(self.ph, self.workload, self.cfg, first)
         self._started = True
         self.ph.spawn(self.run.produce())
         yield from ()

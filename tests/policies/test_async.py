@@ -135,14 +135,14 @@ def test_routing_spreads_samples_or_keeps_each_group_on_one_engine(routing, monk
     from rlsim.policies import asynchronous
 
     placed: list[tuple[int, str]] = []
-    start = asynchronous._AsyncRun._start
 
-    def record(self, s, engine=None):
-        if engine is not None:
-            placed.append((s.group.prompt_id, engine.name))
-        start(self, s, engine)
+    class Spy(asynchronous._AsyncRun):
+        def _start(self, s, engine=None):
+            if engine is not None:
+                placed.append((s.group.prompt_id, engine.name))
+            super()._start(s, engine)
 
-    monkeypatch.setattr(asynchronous._AsyncRun, "_start", record)
+    monkeypatch.setattr(asynchronous, "_RUN", Spy)
     _run(1, steps=1, workload__prompts_per_step=6, workload__samples_per_prompt=4,
          policy__asynchronous__routing=routing)
     by_prompt: dict[int, set[str]] = {}

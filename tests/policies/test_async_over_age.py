@@ -101,13 +101,13 @@ def test_replace_group_swaps_in_a_fresh_prompt_and_trains_none_of_the_old_group(
 
 def test_reissue_issues_the_same_prompt_again(monkeypatch):
     reissued: list[int] = []
-    reissue = asynchronous._AsyncRun._reissue
 
-    def record(self, g):
-        reissued.append(g.prompt_id)
-        reissue(self, g)
+    class Spy(asynchronous._AsyncRun):
+        def _reissue(self, g):
+            reissued.append(g.prompt_id)
+            super()._reissue(g)
 
-    monkeypatch.setattr(asynchronous._AsyncRun, "_reissue", record)
+    monkeypatch.setattr(asynchronous, "_RUN", Spy)
     res = _over_age("reissue")
     assert not _decisions(res, "async_replace")
     out = _outcomes(res)
@@ -128,24 +128,21 @@ def test_a_replaced_trajectory_runs_to_its_end_before_its_place_starts(monkeypat
     # slot may take the same address.
     ends: list[tuple[object, float]] = []  # (the slot taking its place, when it finished)
     starts: dict[object, float] = {}  # a waiting slot -> when it started
-    finished = asynchronous._AsyncRun._finished
-    start = asynchronous._AsyncRun._start
+    class Spy(asynchronous._AsyncRun):
+        def _finished(self, sample):
+            s = sample.rollout
+            if s.group.replaced:
+                nxt = self._handoff.get(s)
+                ends.append((nxt, self.env.now))
+            super()._finished(sample)
 
-    def record_finish(self, sample):
-        s = sample.rollout
-        if s.group.replaced:
-            nxt = self._handoff.get(s)
-            ends.append((nxt, self.env.now))
-        finished(self, sample)
+        def _start(self, s, engine=None):
+            if s in self._waiting:
+                raise AssertionError("a waiting slot started before its trajectory ended")
+            starts[s] = self.env.now
+            super()._start(s, engine)
 
-    def record_start(self, s, engine=None):
-        if s in self._waiting:
-            raise AssertionError("a waiting slot started before its trajectory ended")
-        starts[s] = self.env.now
-        start(self, s, engine)
-
-    monkeypatch.setattr(asynchronous._AsyncRun, "_finished", record_finish)
-    monkeypatch.setattr(asynchronous._AsyncRun, "_start", record_start)
+    monkeypatch.setattr(asynchronous, "_RUN", Spy)
     res = _over_age("replace_group", workload__agentic=AGENTIC, env={"workers": 4})
     assert _decisions(res, "async_replace")
     assert ends, "some replaced trajectory must have run to its end"

@@ -29,11 +29,9 @@ class _Live:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, cap: int | None) -> None:
         self.slots: dict[int, asynchronous._Slot] = {}
         self.peak = 0
-        begin = asynchronous._AsyncRun._begin  # every start goes through it
         live = self
 
-        def record(run, s, engine):
-            begin(run, s, engine)
+        def record(s):
             if s.turns is None:
                 return
             live.slots[id(s)] = s
@@ -42,7 +40,12 @@ class _Live:
             if cap is not None:
                 assert n <= cap, f"{n} trajectories live, {cap} instances"
 
-        monkeypatch.setattr(asynchronous._AsyncRun, "_begin", record)
+        class Spy(asynchronous._AsyncRun):
+            def _begin(self, s, engine):  # every start goes through it
+                super()._begin(s, engine)
+                record(s)
+
+        monkeypatch.setattr(asynchronous, "_RUN", Spy)
 
 
 def _agentic(alpha: int = 1, instances: int | None = None, **changes):
