@@ -2,7 +2,9 @@
 and rewrite benchmarks/RESULTS.md with the figures, the machine and the commands.
 
 `python benchmarks/run_all.py bench_placement ...` runs only the named scripts and keeps the
-other benchmarks' sections of RESULTS.md as they were (each section says its own date).
+other benchmarks' sections of RESULTS.md as they were (each section says its own date). Every
+section keeps its place, and the written comparisons (an issue's before and after) are kept
+whatever runs.
 
 Each script runs `RUNS` times (`--runs N`); a figure that is a time (its name ends in `_s`
 or `_ms`) or a peak keeps its minimum, a rate (`_per_s`, `_per_cpu_s`) its maximum, so a
@@ -65,8 +67,9 @@ def verdict(value: float, target: float | tuple[str, float] | None) -> str:
     return f"{op} {bound:g} " + ("(met)" if met else "(MISSED)")
 
 
-def _kept_sections(names: set[str]) -> dict[str, list[str]]:
-    """The sections of the current RESULTS.md whose benchmark is not re-run."""
+def _current_sections() -> dict[str, list[str]]:
+    """The sections of the current RESULTS.md, in their order there: a benchmark's, and the
+    write-ups of before-and-after comparisons, which no run rewrites."""
     path = HERE / "RESULTS.md"
     if not path.exists():
         return {}
@@ -77,7 +80,7 @@ def _kept_sections(names: set[str]) -> dict[str, list[str]]:
             current = sections.setdefault(line[3:].strip(), [])
         if current is not None:
             current.append(line)
-    return {k: v for k, v in sections.items() if k not in names}
+    return sections
 
 
 def combine(runs: list[dict[str, Any]], loads: list[float]) -> dict[str, Any]:
@@ -148,10 +151,10 @@ def main() -> None:
         "",
     ]
     fresh: dict[str, list[str]] = {}
-    for cmd, r in rows:
+    for command, r in rows:
         target = TARGETS.get(r["benchmark"], {})
         section = [f"## {r['benchmark']}", "",
-                   f"Command: `{cmd}` ({time.strftime('%Y-%m-%d')}, {cpu}, "
+                   f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {cpu}, "
                    f"{os.cpu_count()} cores)",
                    "", "| figure | value | target |", "|---|---|---|"]
         for key, value in r.items():
@@ -160,8 +163,12 @@ def main() -> None:
             section.append(f"| {key} | {value} | {verdict(value, target.get(key))} |")
         section.append("")
         fresh[r["benchmark"]] = section
-    sections = {**(_kept_sections(set(fresh)) if only else {}), **fresh}
-    for name in sorted(sections):
+    # Every section stays where it was, a re-run benchmark's replaced in place; a benchmark
+    # without one yet comes after them, by name.
+    sections = {name: fresh.get(name, old) for name, old in _current_sections().items()}
+    for name in sorted(fresh):
+        sections.setdefault(name, fresh[name])
+    for name in sections:
         lines += sections[name]
         if sections[name][-1] != "":
             lines.append("")
