@@ -2,9 +2,10 @@
 
 Owns the calendar that the rollout engines, the environment pool and the async policy
 schedule their hot-path wake-ups on (a segment's end, an environment step, a reward wait)
-without creating a SimPy event for each. It reads and writes SimPy's internal queue, event
-counter and clock (`Environment._queue`, `_eid`, `_now`), which is why pyproject.toml pins
-SimPy to 4.1.x; tests/entities/test_engine.py checks the interleaving against real
+without creating a SimPy event for each. It reads and writes SimPy's internal queue and
+clock (`Environment._queue`, `_now`) and replaces its event counter (`_eid`) with a compiled
+one that goes on from the same number, which is why pyproject.toml pins SimPy to 4.1.x;
+tests/entities/test_engine.py checks the interleaving and the numbering against real
 timeouts, and every shipped scenario's records are identical with and without it.
 """
 

@@ -383,6 +383,30 @@ def test_timers_stop_with_the_run():
     assert all(t < 2.0 for t, _ in got)
 
 
+def test_timers_number_events_on_from_where_simpy_stood():
+    """`Timers` replace SimPy's event counter with their own, which goes on from the same
+    number: an event made after the switch gets the number it would have got, and timers
+    and SimPy's events share one sequence (the run's event count is the next number)."""
+    from rlsim.entities.timers import Timers
+
+    def run(with_timers: bool) -> tuple[int, list[float]]:
+        env = simpy.Environment()
+        seen: list[float] = []
+        for d in (0.5, 0.25):
+            env.timeout(d).callbacks.append(lambda _e: seen.append(env.now))
+        if with_timers:
+            timers = Timers.of(env)
+            timers.call_in(0.3, lambda _a: seen.append(env.now))
+            timers.call_in(0.25, lambda _a: seen.append(-env.now))  # after the timeout
+        else:
+            env.timeout(0.3).callbacks.append(lambda _e: seen.append(env.now))
+            env.timeout(0.25).callbacks.append(lambda _e: seen.append(-env.now))
+        env.run()
+        return next(env._eid), seen
+
+    assert run(True) == run(False) == (4, [0.25, -0.25, 0.3, 0.5])
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     reqs=st.lists(st.tuples(st.integers(1, 300), st.integers(2, 400)), min_size=2, max_size=30),
