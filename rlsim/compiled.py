@@ -55,6 +55,7 @@ HOT_MODULES: tuple[str, ...] = (
     "rlsim.cost.network",
     "rlsim.policies.phases",
     "rlsim.policies.asynchronous",
+    "rlsim.policies.scoring",
     "rlsim.fleet.cycle",
     "rlsim.fleet.placement",
     "rlsim.trace.columns",
@@ -62,6 +63,7 @@ HOT_MODULES: tuple[str, ...] = (
 # The async policy runs at every sample's finish and reward (issue 40: compiled, ~9% fewer
 # instructions per step of the async benchmark); tests spy on its `_AsyncRun` through a
 # Python subclass (`asynchronous._RUN`), and its `_Slot` is a native subclass of `Rollout`.
+# Its `Scorer` (rlsim.policies.scoring) sends every finished sample to the reward pool.
 GROUP = "rlsim._hot"
 """mypyc's shared library (rlsim/_hot__mypyc.*.so) holds the code of every hot module."""
 
