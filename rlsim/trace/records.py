@@ -160,7 +160,8 @@ class Recorder:
 
     def span_of(self, track: str, name: str, t0: Any, t1: Any, attrs: dict[str, Any]) -> None:
         """`span`, its attributes a dict the caller built and hands over (the span keeps
-        it): for a compiled caller with a span per event (an engine's busy periods)."""
+        it). A compiled writer with a span per event appends `new_span(...)` itself (an
+        engine's busy periods)."""
         if t1 < t0:
             raise ValueError(f"span {track}/{name} ends before it starts ({t0} > {t1})")
         self.spans.append(_new_span((track, name, t0, t1, attrs)))
