@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -364,7 +364,8 @@ class _AsyncRun:
             jc = self.ph.cluster.scenario.reward.judge
             assert jc is not None
             scorer.judge(s.rid, sample.judged_tokens(jc.reads))
-            scorer.judging.pop(s.rid).callbacks.append(_on_verdict(self, s, sample, attempt))
+            scorer.judging.pop(s.rid).callbacks.append(
+                lambda _e: self._scored(s, sample, attempt))
         else:
             self.timers.call_in(max(0.0, end - self.env.now), self._reward_done,
                                 (s, sample, attempt))
@@ -560,12 +561,6 @@ class _AsyncRun:
         group not trained yet); at the run's end, its `leftover`. A job restart voids
         (ends) every attempt of the run before it, so the job's count is this run's."""
         return self.job.open_attempts()
-
-
-def _on_verdict(run: _AsyncRun, s: _Slot, sample: Sample,
-                attempt: int) -> Callable[[simpy.Event], None]:
-    """The judge's verdict callback of `s`'s attempt `attempt`: it is scored."""
-    return lambda _e: run._scored(s, sample, attempt)
 
 
 # The class a run is made of: `_AsyncRun`, or a test's subclass of it that spies on its steps
