@@ -13,6 +13,8 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import Any, Final
 
+from mypy_extensions import i64
+
 RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
 SLOT: Final = RING - 1  # a bucket's slot: bucket & SLOT
 PER_S: Final = 64.0  # buckets per simulated second
@@ -24,12 +26,12 @@ class Calendar:
     def __init__(self) -> None:
         # A bucket far when its first item came and near for a later one has a list in
         # both (merged when its turn comes) and its number twice in `_ids`.
-        self._bucket = -1
+        self._bucket: i64 = -1
         self._ring: list[list[Any] | None] = [None] * RING
         self._far: dict[int, list[Any]] = {}
         self._ids: list[int] = []
 
-    def _file(self, bucket: int, item: Any) -> None:
+    def _file(self, bucket: i64, item: Any) -> None:
         """Put `item` in bucket `bucket`, after the one in progress, after the items
         already there."""
         if bucket - self._bucket < RING:
@@ -53,7 +55,7 @@ class Calendar:
         in the order they were filed; None when no bucket has any."""
         ids = self._ids
         while ids:
-            bucket = heappop(ids)
+            bucket: i64 = heappop(ids)
             if bucket <= self._bucket:
                 continue  # its number's second entry: it has been taken
             # A pending bucket's ring slot holds its list or none: one in the same slot

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import simpy
-from mypy_extensions import mypyc_attr
+from mypy_extensions import i64, mypyc_attr
 from simpy.core import SimTime
 from simpy.events import URGENT
 
@@ -85,9 +85,9 @@ class Request:
     """
 
     rid: int
-    prompt_tokens: int
-    output_tokens: int
-    prefix_tokens: int = 0
+    prompt_tokens: i64
+    output_tokens: i64
+    prefix_tokens: i64 = 0
     on_done: Callable[[Request], None] | None = None
     tag: Any = None
     cache_key: Any = None
@@ -95,26 +95,26 @@ class Request:
     skips the prefill of the cached tokens; the finished context is cached under it."""
     # Filled in by the engine.
     status: str = "new"  # waiting | prefill | decode | finished | aborted
-    generated: int = 0
+    generated: i64 = 0
     t_submit: float = math.nan
     t_first_token: float = math.nan
     t_finish: float = math.nan
-    preemptions: int = 0
+    preemptions: i64 = 0
     engine: str = ""
-    _prefill_left: int = 0
-    _prefill_done: int = 0
-    _cached: int = 0  # prompt tokens found in the prefix cache at submit
-    _base: int = 0  # decode clock minus generated tokens, while decoding
-    _order: int = 0
+    _prefill_left: i64 = 0
+    _prefill_done: i64 = 0
+    _cached: i64 = 0  # prompt tokens found in the prefix cache at submit
+    _base: i64 = 0  # decode clock minus generated tokens, while decoding
+    _order: i64 = 0
 
     # Written out: under mypyc, dataclasses' generated __init__ runs interpreted (about a
     # third of a request's cost to build); this one compiles. The same fields and defaults.
-    def __init__(self, rid: int, prompt_tokens: int, output_tokens: int,
-                 prefix_tokens: int = 0, on_done: Callable[[Request], None] | None = None,
+    def __init__(self, rid: int, prompt_tokens: i64, output_tokens: i64,
+                 prefix_tokens: i64 = 0, on_done: Callable[[Request], None] | None = None,
                  tag: Any = None, cache_key: Any = None, status: str = "new",
-                 generated: int = 0, t_submit: float = math.nan,
+                 generated: i64 = 0, t_submit: float = math.nan,
                  t_first_token: float = math.nan, t_finish: float = math.nan,
-                 preemptions: int = 0, engine: str = "") -> None:
+                 preemptions: i64 = 0, engine: str = "") -> None:
         self.rid = rid
         self.prompt_tokens = prompt_tokens
         self.output_tokens = output_tokens
@@ -136,11 +136,16 @@ class Request:
         self._order = 0
 
     @property
-    def context_tokens(self) -> int:
+    def context_tokens(self) -> i64:
         return self.prompt_tokens + self.generated
 
 
 _GAUGES = ("kv_tokens", "running", "waiting")
+# Token and sequence counts are `i64` (mypy_extensions): compiled, native 64-bit integers,
+# with none of a Python int's tag tests, reference counts and slow paths (issue 40: 5% of
+# the async agentic benchmark's instructions and a fifth of its instruction-cache misses);
+# interpreted, plain ints. Mixed with a float they are converted first (`float(n) * a`),
+# which is what Python does for int * float, so the values are the same either way.
 # A finish's heap entry: its clock above these bits, the admission number in them (an
 # engine admits fewer than 2**32 requests in a run).
 _ORDER_BITS: Final = 32
@@ -186,9 +191,9 @@ class RolloutEngine(TimerTarget):
         # (streamed weights, a test's toy) through the protocol. The same method either way.
         self._native_cost: InferenceCost | None = \
             cost if isinstance(cost, InferenceCost) else None
-        self.kv_capacity = kv_capacity_tokens
-        self.max_running = max_running_seqs
-        self.max_batched = max_batched_tokens
+        self.kv_capacity: i64 = kv_capacity_tokens
+        self.max_running: i64 = max_running_seqs
+        self.max_batched: i64 = max_batched_tokens
         self.recorder = recorder
         self.iteration_mode = mode == "iteration"
         self.pool = pool
@@ -211,30 +216,32 @@ class RolloutEngine(TimerTarget):
         # its entry was pushed is no longer under that number in `decoding`: the entry
         # lapses.
         self._heap: list[int] = []
-        self.clock = 0
-        self._kv_const = 0  # sum over decoding of (context at join - clock at join)
-        self._kv_prefill = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
-        self._order = 0
-        self._watermark = max(kv_capacity_tokens // 100, max_running_seqs)
+        self.clock: i64 = 0
+        self._kv_const: i64 = 0  # sum over decoding of (context at join - clock at join)
+        self._kv_prefill: i64 = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
+        self._order: i64 = 0
+        self._watermark: i64 = max(kv_capacity_tokens // 100, max_running_seqs)
         # Segment in flight: decode iterations after the head, its start and coefficients.
         self._seg_t0 = 0.0
         self._seg_head_s = 0.0
-        self._seg_n = 0
+        self._seg_n: i64 = 0
         self._seg_a = 0.0
         self._seg_b = 0.0
-        self._seg_k0 = 0
-        self._seg_batch = 0
+        self._seg_k0: i64 = 0
+        self._seg_batch: i64 = 0
         self._in_segment = False
         self._busy_since: SimTime | None = None  # int 0 stays int (rlsim/compiled.py)
-        self._busy_requests = 0  # finished during the current busy period
-        self._busy_tokens = 0
+        self._busy_requests: i64 = 0  # finished during the current busy period
+        self._busy_tokens: i64 = 0
         self._track = f"rollout.{name}"
         # Last recorded kv_tokens, running and waiting, and the change that is worth a
         # record. Fields, not a tuple: compiled, read at every batch change as native ints
         # (a tuple is unpacked and its ints converted; a new one boxes three).
-        self._last_kv = self._last_run = self._last_wait = 0
-        self._kv_step = max(1, kv_capacity_tokens // 100)
-        self._count_step = max(1, max_running_seqs // 32)
+        self._last_kv: i64 = 0
+        self._last_run: i64 = 0
+        self._last_wait: i64 = 0
+        self._kv_step: i64 = max(1, kv_capacity_tokens // 100)
+        self._count_step: i64 = max(1, max_running_seqs // 32)
         # The gauges' series, written straight into the recorder's columns (compiled: no
         # interpreted call per record).
         self._cols = cols = recorder.counter_columns
@@ -246,9 +253,9 @@ class RolloutEngine(TimerTarget):
         self._sid_waiting: Any = sid_waiting
         for sid in sids:  # every series starts at 0
             cols.append(sid, env.now, 0)
-        self.iterations = 0
-        self.preemptions = 0
-        self.finished = 0
+        self.iterations: i64 = 0
+        self.preemptions: i64 = 0
+        self.finished: i64 = 0
         # Prefix cache (vLLM automatic prefix caching): finished contexts by cache key, least
         # recently used first. It holds only KV the running sequences leave free, so entries
         # are evicted (LRU) whenever it outgrows that; the check runs at each submit, admit
@@ -258,10 +265,10 @@ class RolloutEngine(TimerTarget):
         # entry and a finish inserts it again at the end. Faster than an OrderedDict in the
         # compiled engine (issue 24); the oldest entry is the first key.
         self._cache: dict[Any, int] = {}
-        self._cached_total = 0
-        self.cache_hit_tokens = 0
-        self.cache_lookups = 0
-        self.cache_hits = 0
+        self._cached_total: i64 = 0
+        self.cache_hit_tokens: i64 = 0
+        self.cache_lookups: i64 = 0
+        self.cache_hits: i64 = 0
         # decode_affine by batch size: the cost model's own memo when it has one, shared by
         # every engine on that cost (768 engines' dicts of the same values missed the CPU's
         # caches); the values are the same either way.
@@ -269,7 +276,7 @@ class RolloutEngine(TimerTarget):
         self._affine: dict[int, tuple[float, float]] = shared if shared is not None else {}
         # Requests on the engine, waiting or running: `load` kept as a count (a plain
         # attribute is cheap to compare over many engines).
-        self.n_requests = 0
+        self.n_requests: i64 = 0
         self._per_request = recorder.per_request
         # No SimPy process: the engine is a state machine run by timers (`Timers`: a
         # segment's end, a wake-up from idle), so a batch change costs no event object and
@@ -277,7 +284,7 @@ class RolloutEngine(TimerTarget):
         self._timers = Timers.of(env)
         self._sleeping = False  # idle, waiting for work (the process's `yield idle`)
         self._wake_pending = False  # a wake-up from idle is scheduled
-        self._seg_id = 0  # the segment in flight; its timer is stale once this moves on
+        self._seg_id: i64 = 0  # the segment in flight; its timer is stale once this moves on
         self._end = 0.0  # when the segment in flight ends
         self._split_t = -1.0  # when a batch change last cut the segment in flight
         self.down = False  # crashed: admits nothing until `restart`
@@ -285,7 +292,7 @@ class RolloutEngine(TimerTarget):
         # (admissions, finishes) since the last segment start, paid as a stall before the
         # next one; work left when the engine goes idle runs on until `_stall_until`.
         self.request_overhead_s = request_overhead_s
-        self._events = 0
+        self._events: i64 = 0
         self._stall_until = 0.0
         self.slowdown = 1.0  # fail-slow: every iteration takes this many times longer
         # A fitted engine speed (`framework.rollout_speed`) divides every iteration's time;
@@ -299,16 +306,16 @@ class RolloutEngine(TimerTarget):
 
     # ------------------------------------------------------------------ public API
     @property
-    def running(self) -> int:
+    def running(self) -> i64:
         return len(self.prefilling) + len(self.decoding)
 
     @property
-    def load(self) -> int:
+    def load(self) -> i64:
         """Requests on this engine (running + waiting), for least-loaded dispatch."""
         return self.running + len(self.waiting)
 
     @property
-    def kv_used(self) -> int:
+    def kv_used(self) -> i64:
         return self._kv_const + len(self.decoding) * self.clock + self._kv_prefill
 
     def submit(self, req: Request, front: bool = False) -> None:
@@ -458,30 +465,35 @@ class RolloutEngine(TimerTarget):
         # own rather than inside the caller.
         self._arm(self._end - now if now < self._end else 0.0)
 
-    def _decode_time(self, n: int) -> float:
+    def _decode_time(self, n: i64) -> float:
         """Time of the first n decode iterations of the current segment (closed form)."""
         a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
-        return n * a + b * (n * k0 + bsz * n * (n - 1) / 2)
+        return float(n) * a + b * (float(n * k0) + float(bsz * n * (n - 1)) / 2)
 
-    def _completed_iterations(self) -> int:
+    def _completed_iterations(self) -> i64:
         """Decode iterations of the current segment completed by now (head counts as done)."""
         elapsed = self._timers.now_s() - self._seg_t0 - self._seg_head_s
         if elapsed <= 0 or self._seg_n == 0:
             return 0
         a, b, k0, bsz = self._seg_a, self._seg_b, self._seg_k0, self._seg_batch
         # Solve (b*B/2) n^2 + (a + b*k0 - b*B/2) n - elapsed = 0 for n, then fix rounding.
-        qa, qb = b * bsz / 2, a + b * k0 - b * bsz / 2
+        qa, qb = b * float(bsz) / 2, a + b * float(k0) - b * float(bsz) / 2
+        seg_n = self._seg_n
+        n: i64 = seg_n
         if qa > 0:
             n = int((-qb + math.sqrt(qb * qb + 4 * qa * elapsed)) / (2 * qa))
-        else:
-            n = int(elapsed / qb) if qb > 0 else self._seg_n
-        seg_n = self._seg_n
-        n = max(0, min(n, seg_n))
+        elif qb > 0:
+            n = int(elapsed / qb)
+        if n > seg_n:
+            n = seg_n
+        if n < 0:
+            n = 0
         limit = elapsed + 1e-12
         # `_decode_time(n)`, inlined
-        while n > 0 and n * a + b * (n * k0 + bsz * n * (n - 1) / 2) > limit:
+        while n > 0 and float(n) * a + b * (float(n * k0) + float(bsz * n * (n - 1)) / 2) > limit:
             n -= 1
-        while n < seg_n and (n + 1) * a + b * ((n + 1) * k0 + bsz * (n + 1) * n / 2) <= limit:
+        while n < seg_n and float(n + 1) * a + b * (float((n + 1) * k0)
+                                                    + float(bsz * (n + 1) * n) / 2) <= limit:
             n += 1
         return n
 
@@ -638,10 +650,10 @@ class RolloutEngine(TimerTarget):
         self._seg_head_s = head_s
         self._seg_n = n
         self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
-        return head_s + (n * a + b * (n * k0 + bsz * n * (n - 1) / 2))
+        return head_s + (float(n) * a + b * (float(n * k0) + float(bsz * n * (n - 1)) / 2))
 
-    def _set_segment(self, head_s: float, n: int, a: float = 0.0, b: float = 0.0,
-                     k0: int = 0, bsz: int = 0) -> None:
+    def _set_segment(self, head_s: float, n: i64, a: float = 0.0, b: float = 0.0,
+                     k0: i64 = 0, bsz: i64 = 0) -> None:
         self._seg_head_s = head_s
         self._seg_n = n
         self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, bsz
@@ -654,7 +666,7 @@ class RolloutEngine(TimerTarget):
         if heap and heap[0] >> _ORDER_BITS <= clock:
             self._finishes(clock, self._timers.now_s())
 
-    def _finishes(self, clock: int, now: float) -> None:
+    def _finishes(self, clock: i64, now: float) -> None:
         """Sequences whose last token is in by decode clock `clock` finish now."""
         heap = self._heap
         decoding = self.decoding
@@ -730,7 +742,7 @@ class RolloutEngine(TimerTarget):
         else:
             self._on_segment_end(arg)
 
-    def _on_segment_end(self, seg_id: int) -> None:
+    def _on_segment_end(self, seg_id: i64) -> None:
         if seg_id != self._seg_id:
             return  # superseded by a batch change
         now = self._timers.now_s()
@@ -824,7 +836,8 @@ class RolloutEngine(TimerTarget):
                         a, b = a * self._scale, b * self._scale
                     self._seg_n = n
                     self._seg_a, self._seg_b, self._seg_k0, self._seg_batch = a, b, k0, n_dec
-                    duration = 0.0 + (n * a + b * (n * k0 + n_dec * n * (n - 1) / 2))
+                    duration = 0.0 + (float(n) * a
+                                      + b * (float(n * k0) + float(n_dec * n * (n - 1)) / 2))
             end = start + duration
             if now < end:
                 self._in_segment = True
@@ -838,7 +851,7 @@ class RolloutEngine(TimerTarget):
         """When the next segment starts: after the engine loop's per-request work for the
         request events since the last start (and any left from going idle)."""
         start = self._stall_until if self._stall_until > now else now
-        start += self._events * self.request_overhead_s
+        start += float(self._events) * self.request_overhead_s
         self._events = 0
         return start
 
@@ -847,7 +860,7 @@ class RolloutEngine(TimerTarget):
         self._gauge(self._kv_const + n_dec * self.clock + self._kv_prefill,
                     len(self.prefilling) + n_dec, len(self.waiting))
 
-    def _gauge(self, kv: int, run: int, wait: int) -> None:
+    def _gauge(self, kv: i64, run: i64, wait: i64) -> None:
         """KV tokens in use and the running and waiting counts at a batch change.
 
         A gauge is recorded when it moved by at least its resolution since its last record,
@@ -897,7 +910,8 @@ class RolloutEngine(TimerTarget):
         if self._events:
             # The finishes' work still runs after the last iteration; a request arriving
             # meanwhile waits for it (`_stall`). Idle time absorbs it otherwise.
-            self._stall_until = self._timers.now_s() + self._events * self.request_overhead_s
+            self._stall_until = self._timers.now_s() \
+                + float(self._events) * self.request_overhead_s
             self._events = 0
         self._end_busy()
 

@@ -39,7 +39,7 @@ from itertools import count
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from mypy_extensions import mypyc_attr
+from mypy_extensions import i64, mypyc_attr
 
 from rlsim.entities.engine import DoneTarget, Request, RolloutEngine
 from rlsim.entities.env import EnvPool
@@ -132,8 +132,8 @@ class JobCounts:
     lookup and store per read and write). `RolloutJob.epoch` and `.rid` are these."""
 
     def __init__(self) -> None:
-        self.epoch = 0
-        self.rid = 0
+        self.epoch: i64 = 0
+        self.rid: i64 = 0
         # Attempts on weights of this version or newer are submitted without a call of
         # their `admit` hook: the policy that sets it vouches that its hook admits them
         # (the async policy's staleness check, an interpreted call a turn otherwise;
@@ -263,7 +263,8 @@ class Rollout:
             self._out = self.turns.response_tokens
             self._env_s = self.turns.env_s
             self._obs = self.turns.obs_tokens
-        self.last = last = 0 if turns is None else len(self._out) - 1
+        self.last: i64 = 0 if turns is None else len(self._out) - 1
+        last = self.last
         self.slot = slot  # its place in the batch that launched it
         self.reward_s = reward_s  # a recorded reward latency (replayed rollouts)
         self.reset_s = reset_s  # the environment reset before the first turn
@@ -282,26 +283,26 @@ class Rollout:
         # The prefix-cache key of attempt `_key_attempt` (`_submit`): one int object per
         # attempt, so the engine's cache finds it by identity and no int is made per turn.
         self._key: int | None = None
-        self._key_attempt = 0
+        self._key_attempt: i64 = 0
         self.on_finish = on_finish
         # A slot set here, not a class default: mypyc leaves a class default of a Protocol
         # type unset in a class with a __dict__ slot (the compiled hot path, rlsim/compiled.py).
         self.faults: FaultHooks | None = None
         self.first_rid = first_rid
         """A request id reserved at launch for the first turn (0: numbered when submitted)."""
-        self.attempt = 0
+        self.attempt: i64 = 0
         self.state: str | None = None
         """None before its first attempt, OPEN while an attempt runs, then its outcome."""
         self.request: Request | None = None  # the turn in flight
         # Set by `start` (read only after it): epoch; version, the weights of the current
         # attempt; turn, the turn running or the environment step after it; context;
         # engine. By `_submit`: rid, of the last request; t_turn, when it was submitted.
-        self.epoch: int
+        self.epoch: i64
         self.version: int
         self.turn: int
-        self.context: int
+        self.context: i64
         self.engine: RolloutEngine | None
-        self.rid: int
+        self.rid: i64
         self.t_turn: float
 
     # ------------------------------------------------------------------ attempts

@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import Any, ClassVar
 
 import simpy
-from mypy_extensions import mypyc_attr
+from mypy_extensions import i64, mypyc_attr
 from simpy.core import SimTime
 from simpy.events import NORMAL
 
@@ -125,7 +125,7 @@ class Timers(Calendar):
         # Times are SimTime (int or float), not float: compiled (rlsim/compiled.py), a float
         # would turn the clock's int 0 into 0.0, and records keep the type they were given.
         self._cur: list[_Timer] = []
-        self._pos = 0
+        self._pos: i64 = 0
         self._driven: set[Any] = set()  # timers with a driver queued under their own key
         self._first: tuple[SimTime, Any] | None = None  # the earliest driver queued
         self._draining = False
@@ -173,12 +173,13 @@ class Timers(Calendar):
         """File the timer `fn(arg)` at time `t` (`tf`: the same as a float, compared and
         bucketed natively)."""
         eid = self._eids.take()
-        bucket = int(tf * PER_S)
+        bucket: i64 = int(tf * PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
             # compiled, no call of the key per probe).
             cur = self._cur
-            lo, hi = self._pos, len(cur)
+            lo: i64 = self._pos
+            hi: i64 = len(cur)
             while lo < hi:
                 mid = (lo + hi) >> 1
                 mid_t: float = cur[mid][0]
@@ -235,7 +236,7 @@ class Timers(Calendar):
         queue = self.env._queue
         env_attrs = self._env_attrs
         # SimPy's queue only grows while timers run: its head is re-read when it grew.
-        queued = -1
+        queued: i64 = -1
         qt, qp, qe = 0.0, 0, 0
         self._draining = True
         try:

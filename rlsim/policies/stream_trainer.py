@@ -122,7 +122,7 @@ class StreamTrainer:
         ends = _suffix_quantiles(done, generated, self.quantile)
         projected = float(sum(r.prompt_tokens for r in live)
                           + np.maximum(generated + 1.0, ends).sum())
-        capacity = sum(e.kv_capacity for e in keep)
+        capacity: int = sum(e.kv_capacity for e in keep)
         self.ph.rec.instant(CONTROLLER, "decision", self.ph.env.now, step=self.step,
                             what="stream_scale", scaled=projected <= capacity,
                             finished=self.finished, launched=self.launched,
