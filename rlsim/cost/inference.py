@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from mypy_extensions import i64
+
 from rlsim.config.hardware import GpuSpec, ModelSpec
 from rlsim.cost.errors import KnobError
 from rlsim.cost.kernels import ElementwiseModel, GemmModel, stream_factor
@@ -243,7 +245,7 @@ def check_tp(model: ModelSpec, gpu: GpuSpec, tp: int) -> None:
 
 
 def _check_counts(
-    decode_seqs: int, kv_tokens: int, prefill_tokens: int, prefill_context_tokens: int
+    decode_seqs: i64, kv_tokens: i64, prefill_tokens: i64, prefill_context_tokens: i64
 ) -> None:
     if decode_seqs < 0 or kv_tokens < 0 or prefill_tokens < 0 or prefill_context_tokens < 0:
         raise ValueError(
@@ -725,14 +727,14 @@ class InferenceCost:
         return self._attn_layer_fixed_s + max(t_flops, t_mem)
 
     def _layer_attention_s(
-        self, decode_seqs: int, kv_tokens: int, prefill_tokens: int, prefill_context_tokens: int,
+        self, decode_seqs: i64, kv_tokens: i64, prefill_tokens: i64, prefill_context_tokens: i64,
         prefill_chunks: Sequence[tuple[int, int]] | None = None,
     ) -> float:
         attention = 0.0
         if decode_seqs:
             attention = (
                 self._attn_decode_layer_fixed_s
-                + kv_tokens * self._attn_decode_layer_s_per_token
+                + float(kv_tokens) * self._attn_decode_layer_s_per_token
             )
         if prefill_chunks:
             # Each sequence's chunk attends causally within itself and to its own context:
@@ -841,10 +843,10 @@ class InferenceCost:
 
     def step_total_s(
         self,
-        decode_seqs: int,
-        kv_tokens: int,
-        prefill_tokens: int = 0,
-        prefill_context_tokens: int = 0,
+        decode_seqs: i64,
+        kv_tokens: i64,
+        prefill_tokens: i64 = 0,
+        prefill_context_tokens: i64 = 0,
         prefill_chunks: Sequence[tuple[int, int]] | None = None,
     ) -> float:
         """`step(...).total_s`, the same value, without building the `StepCost`: an engine's
@@ -859,15 +861,15 @@ class InferenceCost:
             prefill_chunks)
         return linear + attention + other + comm + overhead  # as `StepCost.total_s` adds
 
-    def _seqs(self, decode_seqs: int, kv_tokens: int, prefill_tokens: int,
-              prefill_context_tokens: int,
-              prefill_chunks: Sequence[tuple[int, int]] | None) -> tuple[int, int]:
+    def _seqs(self, decode_seqs: i64, kv_tokens: i64, prefill_tokens: i64,
+              prefill_context_tokens: i64,
+              prefill_chunks: Sequence[tuple[int, int]] | None) -> tuple[i64, i64]:
         """The arguments checked; (sequences in the iteration, tokens it computes)."""
         _check_counts(decode_seqs, kv_tokens, prefill_tokens, prefill_context_tokens)
         seqs = decode_seqs
         if prefill_chunks is not None:
             # The chunks' tokens and the sequences with tokens, in one pass.
-            chunked = 0
+            chunked: i64 = 0
             for tokens, _ in prefill_chunks:
                 chunked += tokens
                 if tokens:
@@ -878,8 +880,8 @@ class InferenceCost:
             seqs += 1
         return seqs, decode_seqs + prefill_tokens
 
-    def _parts(self, seqs: int, m: int, decode_seqs: int, kv_tokens: int, prefill_tokens: int,
-               prefill_context_tokens: int, prefill_chunks: Sequence[tuple[int, int]] | None,
+    def _parts(self, seqs: i64, m: i64, decode_seqs: i64, kv_tokens: i64, prefill_tokens: i64,
+               prefill_context_tokens: i64, prefill_chunks: Sequence[tuple[int, int]] | None,
                ) -> tuple[float, float, float, float, float]:
         """(linear, attention, other, comm, overhead) of a single-stage iteration of `m`
         tokens over `seqs` sequences."""
@@ -890,7 +892,7 @@ class InferenceCost:
         # Every sequence in the iteration samples a token from its last row's logits: the
         # decodes and the prefills (whose last chunk yields the first response token).
         other += self._lm_head_s(seqs)
-        overhead = self._overhead + self._overhead_per_seq * seqs
+        overhead = self._overhead + self._overhead_per_seq * float(seqs)
         if prefill_tokens:
             overhead += self._prefill_overhead
         if self._eager_launch_s:
