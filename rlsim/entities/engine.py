@@ -156,8 +156,6 @@ _heappop: Final = heapq.heappop
 _new_span: Final = _new_span_of
 
 
-# Compiled (rlsim/compiled.py), the class still takes Python subclasses (tests spy on it).
-@mypyc_attr(allow_interpreted_subclasses=True)
 class RolloutEngine(TimerTarget):
     """A continuous-batching inference server on `tp` GPUs."""
 
