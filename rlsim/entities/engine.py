@@ -159,6 +159,67 @@ _new_span: Final = _new_span_of
 class RolloutEngine(TimerTarget):
     """A continuous-batching inference server on `tp` GPUs."""
 
+    # Compiled, the fields lie in memory in the order declared here, then in the order
+    # `__init__` first sets the rest. At 1,024 GPUs an engine's object is out of the CPU's
+    # caches whenever one of its timers runs (768 engines between two of its events), so
+    # the fields a batch change reads (segment end, finishes, admission, a submit) come
+    # first and the flags lie together (a byte each): ~400 bytes, where they were spread
+    # over ~600 among the ones read only at a record, a fault or the end (issue 40).
+    _timers: Timers
+    _seg_id: i64
+    _end: float
+    _seg_n: i64
+    clock: i64
+    iterations: i64
+    _heap: list[int]
+    decoding: dict[int, Request]
+    prefilling: list[Request]
+    waiting: deque[Request]
+    _cache: dict[Any, int]
+    _kv_const: i64
+    _kv_prefill: i64
+    kv_capacity: i64
+    max_running: i64
+    max_batched: i64
+    _busy_since: SimTime | None
+    _last_kv: i64
+    _last_run: i64
+    _last_wait: i64
+    _kv_step: i64
+    _count_step: i64
+    request_overhead_s: float
+    _seg_t0: float
+    _seg_head_s: float
+    _seg_a: float
+    _seg_b: float
+    _seg_k0: i64
+    _seg_batch: i64
+    _affine: dict[int, tuple[float, float]]
+    _scale: float
+    _native_cost: InferenceCost | None
+    _in_segment: bool
+    down: bool
+    iteration_mode: bool
+    prefix_caching: bool
+    _per_request: bool
+    _sleeping: bool
+    _wake_pending: bool
+    n_requests: i64
+    finished: i64
+    _events: i64
+    _busy_requests: i64
+    _busy_tokens: i64
+    _cached_total: i64
+    _watermark: i64
+    _order: i64
+    _wait_popleft: Callable[[], Request]
+    _wait_append: Callable[[Request], None]
+    _split_t: float
+    name: str
+    cache_lookups: i64
+    cache_hits: i64
+    cache_hit_tokens: i64
+
     def __init__(
         self,
         env: simpy.Environment,
@@ -187,59 +248,59 @@ class RolloutEngine(TimerTarget):
         # The cost model's own class is called natively (compiled: no Python-level call,
         # argument parsing or attribute lookup per mixed iteration); any other `EngineCost`
         # (streamed weights, a test's toy) through the protocol. The same method either way.
-        self._native_cost: InferenceCost | None = \
+        self._native_cost = \
             cost if isinstance(cost, InferenceCost) else None
-        self.kv_capacity: i64 = kv_capacity_tokens
-        self.max_running: i64 = max_running_seqs
-        self.max_batched: i64 = max_batched_tokens
+        self.kv_capacity = kv_capacity_tokens
+        self.max_running = max_running_seqs
+        self.max_batched = max_batched_tokens
         self.recorder = recorder
         self.iteration_mode = mode == "iteration"
         self.pool = pool
         self.gpus = gpus
-        self.waiting: deque[Request] = deque()
+        self.waiting = deque()
         # Its ends' methods bound once: compiled, a deque's method is otherwise looked up by
         # name through its type at every call (issue 40: a submit and an admission a turn).
-        self._wait_append: Callable[[Request], None] = self.waiting.append
-        self._wait_popleft: Callable[[], Request] = self.waiting.popleft
+        self._wait_append = self.waiting.append
+        self._wait_popleft = self.waiting.popleft
         # In admission order (chunks are taken in it, preemption takes the last), a list:
         # a handful at most, and an iteration's completed prefills are its first ones, so
         # no dict insert and delete per turn (issue 40).
-        self.prefilling: list[Request] = []
+        self.prefilling = []
         # Keyed by admission number (`Request._order`), in the order they joined (LIFO
         # preemption takes the last).
-        self.decoding: dict[int, Request] = {}
+        self.decoding = {}
         # Finishes: (clock at which the last token is in) << _ORDER_BITS | admission
         # number, one int per decoding sequence, so the heap compares ints, not tuples,
         # and holds no object per entry (issue 40). A sequence preempted or aborted since
         # its entry was pushed is no longer under that number in `decoding`: the entry
         # lapses.
-        self._heap: list[int] = []
-        self.clock: i64 = 0
-        self._kv_const: i64 = 0  # sum over decoding of (context at join - clock at join)
-        self._kv_prefill: i64 = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
-        self._order: i64 = 0
-        self._watermark: i64 = max(kv_capacity_tokens // 100, max_running_seqs)
+        self._heap = []
+        self.clock = 0
+        self._kv_const = 0  # sum over decoding of (context at join - clock at join)
+        self._kv_prefill = 0  # KV reserved by prefilling sequences (whole prefill + 1 token)
+        self._order = 0
+        self._watermark = max(kv_capacity_tokens // 100, max_running_seqs)
         # Segment in flight: decode iterations after the head, its start and coefficients.
         self._seg_t0 = 0.0
         self._seg_head_s = 0.0
-        self._seg_n: i64 = 0
+        self._seg_n = 0
         self._seg_a = 0.0
         self._seg_b = 0.0
-        self._seg_k0: i64 = 0
-        self._seg_batch: i64 = 0
+        self._seg_k0 = 0
+        self._seg_batch = 0
         self._in_segment = False
-        self._busy_since: SimTime | None = None  # int 0 stays int (rlsim/compiled.py)
-        self._busy_requests: i64 = 0  # finished during the current busy period
-        self._busy_tokens: i64 = 0
+        self._busy_since = None  # int 0 stays int (rlsim/compiled.py)
+        self._busy_requests = 0  # finished during the current busy period
+        self._busy_tokens = 0
         self._track = f"rollout.{name}"
         # Last recorded kv_tokens, running and waiting, and the change that is worth a
         # record. Fields, not a tuple: compiled, read at every batch change as native ints
         # (a tuple is unpacked and its ints converted; a new one boxes three).
-        self._last_kv: i64 = 0
-        self._last_run: i64 = 0
-        self._last_wait: i64 = 0
-        self._kv_step: i64 = max(1, kv_capacity_tokens // 100)
-        self._count_step: i64 = max(1, max_running_seqs // 32)
+        self._last_kv = 0
+        self._last_run = 0
+        self._last_wait = 0
+        self._kv_step = max(1, kv_capacity_tokens // 100)
+        self._count_step = max(1, max_running_seqs // 32)
         # The gauges' series, written straight into the recorder's columns (compiled: no
         # interpreted call per record).
         self._cols = cols = recorder.counter_columns
@@ -251,9 +312,9 @@ class RolloutEngine(TimerTarget):
         self._sid_waiting: Any = sid_waiting
         for sid in sids:  # every series starts at 0
             cols.append(sid, env.now, 0)
-        self.iterations: i64 = 0
+        self.iterations = 0
         self.preemptions: i64 = 0
-        self.finished: i64 = 0
+        self.finished = 0
         # Prefix cache (vLLM automatic prefix caching): finished contexts by cache key, least
         # recently used first. It holds only KV the running sequences leave free, so entries
         # are evicted (LRU) whenever it outgrows that; the check runs at each submit, admit
@@ -262,19 +323,19 @@ class RolloutEngine(TimerTarget):
         # A plain dict keeps insertion order, which is the LRU order here: a hit pops its
         # entry and a finish inserts it again at the end. Faster than an OrderedDict in the
         # compiled engine (issue 24); the oldest entry is the first key.
-        self._cache: dict[Any, int] = {}
-        self._cached_total: i64 = 0
-        self.cache_hit_tokens: i64 = 0
-        self.cache_lookups: i64 = 0
-        self.cache_hits: i64 = 0
+        self._cache = {}
+        self._cached_total = 0
+        self.cache_hit_tokens = 0
+        self.cache_lookups = 0
+        self.cache_hits = 0
         # decode_affine by batch size: the cost model's own memo when it has one, shared by
         # every engine on that cost (768 engines' dicts of the same values missed the CPU's
         # caches); the values are the same either way.
         shared = getattr(cost, "decode_affine_memo", None)
-        self._affine: dict[int, tuple[float, float]] = shared if shared is not None else {}
+        self._affine = shared if shared is not None else {}
         # Requests on the engine, waiting or running: `load` kept as a count (a plain
         # attribute is cheap to compare over many engines).
-        self.n_requests: i64 = 0
+        self.n_requests = 0
         self._per_request = recorder.per_request
         # No SimPy process: the engine is a state machine run by timers (`Timers`: a
         # segment's end, a wake-up from idle), so a batch change costs no event object and
@@ -282,7 +343,7 @@ class RolloutEngine(TimerTarget):
         self._timers = Timers.of(env)
         self._sleeping = False  # idle, waiting for work (the process's `yield idle`)
         self._wake_pending = False  # a wake-up from idle is scheduled
-        self._seg_id: i64 = 0  # the segment in flight; its timer is stale once this moves on
+        self._seg_id = 0  # the segment in flight; its timer is stale once this moves on
         self._end = 0.0  # when the segment in flight ends
         self._split_t = -1.0  # when a batch change last cut the segment in flight
         self.down = False  # crashed: admits nothing until `restart`
@@ -290,7 +351,7 @@ class RolloutEngine(TimerTarget):
         # (admissions, finishes) since the last segment start, paid as a stall before the
         # next one; work left when the engine goes idle runs on until `_stall_until`.
         self.request_overhead_s = request_overhead_s
-        self._events: i64 = 0
+        self._events = 0
         self._stall_until = 0.0
         self.slowdown = 1.0  # fail-slow: every iteration takes this many times longer
         # A fitted engine speed (`framework.rollout_speed`) divides every iteration's time;
