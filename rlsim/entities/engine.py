@@ -106,6 +106,7 @@ class Request:
     _cached: i64 = 0  # prompt tokens found in the prefix cache at submit
     _base: i64 = 0  # decode clock minus generated tokens, while decoding
     _order: i64 = 0
+    _entry: Any = None  # its finish heap's entry and key in `decoding`, while decoding
 
     # Written out: under mypyc, dataclasses' generated __init__ runs interpreted (about a
     # third of a request's cost to build); this one compiles. The same fields and defaults.
@@ -134,6 +135,7 @@ class Request:
         self._cached = 0
         self._base = 0
         self._order = 0
+        self._entry = None
 
     @property
     def context_tokens(self) -> i64:
@@ -149,7 +151,6 @@ _GAUGES = ("kv_tokens", "running", "waiting")
 # A finish's heap entry: its clock above these bits, the admission number in them (an
 # engine admits fewer than 2**32 requests in a run).
 _ORDER_BITS: Final = 32
-_ORDER_MASK: Final = (1 << _ORDER_BITS) - 1
 # Final: compiled, a static each, not a lookup in the module's globals per call.
 _heappush: Final = heapq.heappush
 _heappop: Final = heapq.heappop
@@ -171,8 +172,8 @@ class RolloutEngine(TimerTarget):
     _seg_n: i64
     clock: i64
     iterations: i64
-    _heap: list[int]
-    decoding: dict[int, Request]
+    _heap: list[Any]
+    decoding: dict[Any, Request]
     prefilling: list[Request]
     waiting: deque[Request]
     _cache: dict[Any, int]
@@ -266,14 +267,16 @@ class RolloutEngine(TimerTarget):
         # a handful at most, and an iteration's completed prefills are its first ones, so
         # no dict insert and delete per turn (issue 40).
         self.prefilling = []
-        # Keyed by admission number (`Request._order`), in the order they joined (LIFO
-        # preemption takes the last).
+        # Keyed by their finish heap's entries (`Request._entry`), in the order they joined
+        # (LIFO preemption takes the last).
         self.decoding = {}
         # Finishes: (clock at which the last token is in) << _ORDER_BITS | admission
         # number, one int per decoding sequence, so the heap compares ints, not tuples,
-        # and holds no object per entry (issue 40). A sequence preempted or aborted since
-        # its entry was pushed is no longer under that number in `decoding`: the entry
-        # lapses.
+        # and holds no object per entry (issue 40). The same int object is the sequence's
+        # key in `decoding`, so a finish finds it by identity, with no int made and none
+        # compared (typed Any: compiled, an `int` read out of the heap would be unboxed,
+        # and boxed again a new object). A sequence preempted or aborted since its entry
+        # was pushed is no longer in `decoding`: the entry lapses.
         self._heap = []
         self.clock = 0
         self._kv_const = 0  # sum over decoding of (context at join - clock at join)
@@ -439,7 +442,7 @@ class RolloutEngine(TimerTarget):
             elif r.status == "decode":
                 if clock_now - r._base >= r.output_tokens:
                     continue  # its last token lands at this instant: it finishes normally
-                del self.decoding[r._order]
+                del self.decoding[r._entry]
                 r.generated = clock_now - r._base
                 self._kv_const -= r.prompt_tokens - r._base
                 if r.t_first_token > now:  # its prefill was still in flight
@@ -593,9 +596,10 @@ class RolloutEngine(TimerTarget):
         r.status = "decode"
         r._base = base = self.clock - r.generated
         self._kv_const += r.prompt_tokens - base
-        order = r._order
-        self.decoding[order] = r
-        _heappush(self._heap, ((base + r.output_tokens) << _ORDER_BITS) | order)
+        entry: Any = ((base + r.output_tokens) << _ORDER_BITS) | r._order
+        r._entry = entry
+        self.decoding[entry] = r
+        _heappush(self._heap, entry)
 
     def _preempt_one(self) -> None:
         """Free the KV of the most recently admitted running sequence (vLLM recompute)."""
@@ -612,7 +616,7 @@ class RolloutEngine(TimerTarget):
             self.prefilling.pop()
             self._kv_prefill -= victim._prefill_left + victim._prefill_done + 1
         else:
-            del self.decoding[victim._order]
+            del self.decoding[victim._entry]
             victim.generated = self.clock - victim._base
             self._kv_const -= victim.prompt_tokens - victim._base
         victim.status = "waiting"
@@ -675,7 +679,8 @@ class RolloutEngine(TimerTarget):
         if self.prefilling and len(decoding) < self.max_batched:
             head_s = self._head(now)
             heap = self._heap
-            if (heap and heap[0] >> _ORDER_BITS <= self.clock) or self.prefilling \
+            top: int = heap[0] if heap else 0
+            if (heap and top >> _ORDER_BITS <= self.clock) or self.prefilling \
                     or self.iteration_mode:
                 # A finish, or more prefill: the batch changes after this one iteration.
                 self._set_segment(head_s, 0)
@@ -686,7 +691,8 @@ class RolloutEngine(TimerTarget):
             return head_s
         clock = self.clock
         k0 = self._kv_const + bsz * clock
-        n = (self._heap[0] >> _ORDER_BITS) - clock  # iterations to the next finish
+        first: int = self._heap[0]
+        n = (first >> _ORDER_BITS) - clock  # iterations to the next finish
         n_kv = (self.kv_capacity - k0 - self._kv_prefill) // bsz
         if n_kv < n:
             n = n_kv
@@ -722,8 +728,10 @@ class RolloutEngine(TimerTarget):
         self.clock = clock = self.clock + n
         self.iterations += n
         heap = self._heap
-        if heap and heap[0] >> _ORDER_BITS <= clock:
-            self._finishes(clock, self._timers.now_s())
+        if heap:
+            top: int = heap[0]
+            if top >> _ORDER_BITS <= clock:
+                self._finishes(clock, self._timers.now_s())
 
     def _finishes(self, clock: i64, now: float) -> None:
         """Sequences whose last token is in by decode clock `clock` finish now."""
@@ -733,12 +741,15 @@ class RolloutEngine(TimerTarget):
         # The clock only ever reaches the next finish, never passes it (a segment ends at
         # it), so every entry popped here finishes at `clock` or has lapsed.
         below = (clock + 1) << _ORDER_BITS
-        while heap and heap[0] < below:
-            order = _heappop(heap) & _ORDER_MASK
-            r = decoding.get(order)  # get and del: see `submit`
+        while heap:
+            top: int = heap[0]
+            if top >= below:
+                break
+            entry = _heappop(heap)
+            r = decoding.get(entry)  # get and del: see `submit`
             if r is None:
                 continue  # preempted or aborted since its entry was pushed
-            del decoding[order]
+            del decoding[entry]
             self.n_requests -= 1
             self._kv_const -= r.prompt_tokens - r._base
             r.generated = out = r.output_tokens
@@ -813,8 +824,10 @@ class RolloutEngine(TimerTarget):
         self.clock = clock = self.clock + n
         self.iterations += n
         heap = self._heap
-        if heap and heap[0] >> _ORDER_BITS <= clock:
-            self._finishes(clock, now)
+        if heap:
+            top: int = heap[0]
+            if top >> _ORDER_BITS <= clock:
+                self._finishes(clock, now)
         self._proceed()
 
     def _on_boot(self, _event: simpy.Event) -> None:
@@ -876,7 +889,8 @@ class RolloutEngine(TimerTarget):
             else:
                 # Only decodes (the common case; `_plan` inlined): up to the next finish or
                 # KV exhaustion, whichever comes first.
-                n = (self._heap[0] >> _ORDER_BITS) - clock
+                first: int = self._heap[0]
+                n = (first >> _ORDER_BITS) - clock
                 n_kv = (self.kv_capacity - kv) // n_dec
                 if n_kv < n:
                     n = n_kv
