@@ -154,6 +154,15 @@ _ORDER_BITS: Final = 32
 # Final: compiled, a static each, not a lookup in the module's globals per call.
 _heappush: Final = heapq.heappush
 _heappop: Final = heapq.heappop
+
+
+def _finish_due(heap: list[Any], clock: i64) -> bool:
+    """Whether the next finish on a finish heap is in by decode clock `clock`. (An entry
+    is read as an `int` here: typed Any in the heap, it keeps its identity there.)"""
+    if not heap:
+        return False
+    top: int = heap[0]
+    return top >> _ORDER_BITS <= clock
 _new_span: Final = _new_span_of
 
 
@@ -678,10 +687,7 @@ class RolloutEngine(TimerTarget):
         self._seg_t0 = now
         if self.prefilling and len(decoding) < self.max_batched:
             head_s = self._head(now)
-            heap = self._heap
-            top: int = heap[0] if heap else 0
-            if (heap and top >> _ORDER_BITS <= self.clock) or self.prefilling \
-                    or self.iteration_mode:
+            if _finish_due(self._heap, self.clock) or self.prefilling or self.iteration_mode:
                 # A finish, or more prefill: the batch changes after this one iteration.
                 self._set_segment(head_s, 0)
                 return head_s
@@ -727,11 +733,8 @@ class RolloutEngine(TimerTarget):
         n = self._seg_n
         self.clock = clock = self.clock + n
         self.iterations += n
-        heap = self._heap
-        if heap:
-            top: int = heap[0]
-            if top >> _ORDER_BITS <= clock:
-                self._finishes(clock, self._timers.now_s())
+        if _finish_due(self._heap, clock):
+            self._finishes(clock, self._timers.now_s())
 
     def _finishes(self, clock: i64, now: float) -> None:
         """Sequences whose last token is in by decode clock `clock` finish now."""
@@ -823,11 +826,8 @@ class RolloutEngine(TimerTarget):
         n = self._seg_n
         self.clock = clock = self.clock + n
         self.iterations += n
-        heap = self._heap
-        if heap:
-            top: int = heap[0]
-            if top >> _ORDER_BITS <= clock:
-                self._finishes(clock, now)
+        if _finish_due(self._heap, clock):
+            self._finishes(clock, now)
         self._proceed()
 
     def _on_boot(self, _event: simpy.Event) -> None:
