@@ -3,9 +3,12 @@
 
 Owns the buckets after the one in progress: item lists filed by bucket (1/64 s of
 simulated time each), in a ring of RING slots while fewer than RING buckets ahead, else
-in a dict, and the heap of their bucket numbers. The subclass keeps the bucket in progress
-(sorted its own way) and asks for the next one when it is done. A list index, not a dict
-lookup, per item: the dict of ~2,000 buckets missed the caches (issue 40).
+in a dict with a heap of their numbers. The subclass keeps the bucket in progress (sorted
+its own way) and asks for the next one when it is done. A list index, not a dict lookup,
+per item: the dict of ~2,000 buckets missed the caches (issue 40). The next bucket is
+found by walking the ring from the one in progress, a list index and a test for None a
+slot, where a heap of every pending bucket's number (thousands at 128 GPUs) cost ~1,700
+instructions of compared int objects a bucket (issue 40: 5% of a turn at 128 GPUs).
 """
 
 from __future__ import annotations
@@ -18,18 +21,21 @@ from mypy_extensions import i64
 RING: Final = 4096  # buckets held in a ring of lists: 64 s ahead
 SLOT: Final = RING - 1  # a bucket's slot: bucket & SLOT
 PER_S: Final = 64.0  # buckets per simulated second
+_NONE: Final = 1 << 62  # `_far_next` when no bucket is far
 
 
 class Calendar:
     """Later buckets of items; `_bucket` is the number of the bucket in progress."""
 
     def __init__(self) -> None:
-        # A bucket far when its first item came and near for a later one has a list in
-        # both (merged when its turn comes) and its number twice in `_ids`.
         self._bucket: i64 = -1
         self._ring: list[list[Any] | None] = [None] * RING
+        self._near: i64 = 0  # ring slots holding a list
+        # A bucket far when its first item came and near for a later one has a list in
+        # both (the far one first when its turn comes).
         self._far: dict[int, list[Any]] = {}
-        self._ids: list[int] = []
+        self._far_ids: list[int] = []  # a heap of `_far`'s buckets, each once
+        self._far_next: i64 = _NONE  # its least
 
     def _file(self, bucket: i64, item: Any) -> None:
         """Put `item` in bucket `bucket`, after the one in progress, after the items
@@ -39,36 +45,44 @@ class Calendar:
             waiting = ring[bucket & SLOT]
             if waiting is None:
                 ring[bucket & SLOT] = [item]
-                heappush(self._ids, bucket)
+                self._near += 1
             else:
                 waiting.append(item)
         else:
             far = self._far.get(bucket)
             if far is None:
                 self._far[bucket] = [item]
-                heappush(self._ids, bucket)
+                heappush(self._far_ids, bucket)
+                if bucket < self._far_next:
+                    self._far_next = bucket
             else:
                 far.append(item)
 
     def _next_items(self) -> list[Any] | None:
         """The items of the next bucket that has any, which becomes the one in progress,
         in the order they were filed; None when no bucket has any."""
-        ids = self._ids
-        while ids:
-            bucket: i64 = heappop(ids)
-            if bucket <= self._bucket:
-                continue  # its number's second entry: it has been taken
-            # A pending bucket's ring slot holds its list or none: one in the same slot
-            # RING buckets later came only after this one's turn.
-            items = self._ring[bucket & SLOT]
-            self._ring[bucket & SLOT] = None
-            if self._far:
-                far = self._far.pop(bucket, None)
-                if far is not None:
-                    if items is not None:  # the far ones came first
-                        far.extend(items)
-                    items = far
+        ring = self._ring
+        b = self._bucket + 1
+        while True:
+            if self._near == 0:  # none near: the next far one, if any
+                if self._far_next == _NONE:
+                    return None
+                b = self._far_next
+            # A slot holds the list of the one pending bucket that maps to it (one a whole
+            # ring later is filed only after this one's turn), and the walk meets every
+            # pending bucket in order.
+            items = ring[b & SLOT]
             if items is not None:
-                self._bucket = bucket
+                ring[b & SLOT] = None
+                self._near -= 1
+            if b == self._far_next:
+                far = self._far.pop(b)
+                heappop(self._far_ids)
+                self._far_next = self._far_ids[0] if self._far_ids else _NONE
+                if items is not None:  # the far ones came first
+                    far.extend(items)
+                items = far
+            if items is not None:
+                self._bucket = b
                 return items
-        return None
+            b += 1

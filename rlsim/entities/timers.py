@@ -211,7 +211,8 @@ class Timers(Calendar):
         # the order is (time, sequence number) without comparing tuples (issue 40). A timer
         # added to the bucket in progress has the newest number: `call_in` puts it after
         # those of equal time.
-        cur.sort(key=_TIME)
+        if len(cur) > 1:  # most hold a few: a call with a key is ~300 instructions
+            cur.sort(key=_TIME)
         self._cur = cur
         self._pos = 0
         return True

@@ -51,3 +51,45 @@ def test_an_empty_queue_has_no_first():
     ends = Ends()
     ends.drop_until(1e9)  # nothing to drop: fine
     assert len(ends) == 0
+
+
+def test_takes_what_a_heap_takes_from_a_busy_pool():
+    """A busy pool's ends (thousands a second, tens a bucket), some far ahead while their
+    bucket fills near: the least times in order."""
+    import random
+
+    rng = random.Random(7)
+    ends, heap = Ends(), []
+    for _ in range(2_000):  # 2,000 workers busy, their steps ending within 1 s
+        t = rng.uniform(0, 1.0)
+        ends.add(t)
+        heapq.heappush(heap, t)
+    for _ in range(20_000):  # each end frees a worker, which starts the next step
+        last = ends.take()
+        assert last == heapq.heappop(heap)
+        for t in (last + rng.choice((0.0, rng.uniform(0, 1.0), rng.uniform(0, 1.0),
+                                     rng.uniform(60, 90))),) * rng.choice((1, 1, 2)):
+            ends.add(t)
+            heapq.heappush(heap, t)
+        if rng.random() < 0.3:
+            ends.drop_until(last)
+            while heap and heap[0] <= last:
+                heapq.heappop(heap)
+        assert len(ends) == len(heap)
+    assert sorted(ends.values()) == sorted(heap)
+    while heap:
+        assert ends.take() == heapq.heappop(heap)
+
+
+def test_a_far_bucket_comes_before_a_later_near_one():
+    """A bucket filed far (over 64 s ahead) and one filed near once the calendar moved on,
+    later than it: the walk of the ring takes the far one in its turn, merged with the
+    near ends of its own bucket."""
+    ends = Ends()
+    ends.add(100.0)  # 6,400 buckets ahead: far
+    ends.add(50.0)
+    assert ends.take() == 50.0  # the calendar is at 50 s: 100 s is near now
+    for t in (110.0, 100.5, 100.001):  # 100.001: near, in the far one's bucket
+        ends.add(t)
+    assert [ends.take() for _ in range(4)] == [100.0, 100.001, 100.5, 110.0]
+    assert len(ends) == 0

@@ -290,7 +290,7 @@ def test_prefix_cache_lives_in_free_kv_and_is_evicted_first():
 
 
 def _interleaving(use_timers: bool, seed: int, until: float | None = None,
-                  delays: tuple[float, ...] = (0, 0.25, 1.0, 0.0)):
+                  delays: tuple[float, ...] = (0, 0.25, 1.0, 0.0), limit: int = 400):
     """A random cascade of callbacks, each scheduling children after one of `delays` (by
     default 0, 0.25 or 1 s: ties on purpose), some as SimPy timeouts, some as `Timers` (or
     all as timeouts), beside a process with urgent events of its own. Returns the (time,
@@ -317,7 +317,7 @@ def _interleaving(use_timers: bool, seed: int, until: float | None = None,
             log.append((timers.now(), f"{tag}: Timers.now() is not env.now"))
         if timers.now_s() != env.now or type(timers.now_s()) is not float:
             log.append((timers.now_s(), f"{tag}: Timers.now_s() is not env.now"))
-        if count[0] > 400:
+        if count[0] > limit:
             return
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
             count[0] += 1
@@ -374,6 +374,19 @@ def test_timers_far_ahead_run_exactly_where_timeouts_would(seed):
     assert got == ref
     assert got_events == ref_events
     assert max(t for t, _ in ref) > 128
+
+
+@pytest.mark.parametrize(("seed", "limit"), [(0, 3_000), (1, 3_000), (2, 30_000)])
+def test_dense_timers_run_exactly_where_timeouts_would(seed, limit):
+    """Thousands of timers milliseconds apart, tens a bucket of the calendar, some a minute
+    ahead (far) while their bucket fills near: the same order as timeouts, ties included."""
+    delays = (0, 0.001, 0.01, 0.015625, 0.03, 0.05, 0.1, 0.2, 0.25, 0.5, 70.0)
+    ref, ref_events = _interleaving(False, seed, delays=delays, limit=limit)
+    got, got_events = _interleaving(True, seed, delays=delays, limit=limit)
+    assert got == ref
+    assert got_events == ref_events
+    assert len(ref) > limit
+    assert max(t for t, _ in ref) > 70
 
 
 def test_timers_stop_with_the_run():
