@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import simpy
 import yaml
@@ -76,7 +76,7 @@ def simulate(job: Scenario | PreparedJob, base_dir: Path | None = None,
     policy = registry.get(scenario.policy.name).run
     controller = env.process(policy(phases, job.workload))
     interrupted = False
-    with _collector_tuned():
+    with _collector_tuned(_young_threshold(scenario)):
         try:
             env.run(until=controller)
         except KeyboardInterrupt:
@@ -109,17 +109,34 @@ class RunInterrupted(KeyboardInterrupt):
         self.sim_time_s = sim_time_s
 
 
+YOUNG_MIN: Final = 200_000
+YOUNG_PER_TRAJECTORY: Final = 100
+
+
+def _young_threshold(scenario: Scenario) -> int:
+    """The collector's young-generation threshold for a run of `scenario`: 100 allocations
+    per trajectory of a step, at least 200,000 (see `_collector_tuned`)."""
+    per_step = scenario.workload.prompts_per_step * scenario.workload.samples_per_prompt
+    return max(YOUNG_MIN, YOUNG_PER_TRAJECTORY * per_step)
+
+
 @contextmanager
-def _collector_tuned() -> Iterator[None]:
+def _collector_tuned(young: int = YOUNG_MIN) -> Iterator[None]:
     """Run with the cyclic garbage collector tuned for a run's millions of short-lived
     objects, and the previous settings back afterwards (also when the run raises).
 
-    - A young-generation threshold of 200,000 instead of 700: at the default the collector
-      runs thousands of times and re-scans the growing state, which cost 15% of
-      benchmarks/bench_large_sync.py at 20 steps (7.8 s vs 6.7 s). At 50,000 the 1,024-GPU
-      async agentic benchmark (8 steps) spent 0.39-0.54 s in 11 collections, at 200,000
-      0.17-0.19 s in 2, with the same peak RSS (232 MB; also the same for the large sync
-      benchmark and the faulted job below): fewer of a turn's objects outlive a collection.
+    - A young-generation threshold of `young` allocations instead of 700: at the default
+      the collector runs thousands of times and re-scans the growing state, which cost 15%
+      of benchmarks/bench_large_sync.py at 20 steps (7.8 s vs 6.7 s). At 50,000 the
+      1,024-GPU async agentic benchmark (8 steps) spent 0.39-0.54 s in 11 collections, at
+      200,000 0.17-0.19 s in 2, with the same peak RSS (232 MB; also the same for the
+      large sync benchmark and the faulted job below): fewer of a turn's objects outlive a
+      collection. A young collection walks every object still alive that came since the
+      last one, nearly all of them the state of the trajectories in flight, which grows
+      with the job while the allocations between two collections did not: so the
+      threshold grows with the job too (`_young_threshold`; issue 40: at 200,000 the
+      20-step benchmark spent 0.64 s in the collector, at 819,200 0.30 s, peak RSS 356 MB
+      either way).
     - What exists when the run starts (modules, the cluster, the workload) is frozen
       (`gc.freeze`), so no collection during the run scans it again; not when the
       caller has frozen objects of its own, which unfreezing after the run would release.
@@ -131,7 +148,7 @@ def _collector_tuned() -> Iterator[None]:
     freeze = gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
-    gc.set_threshold(200_000, old[1], max(old[2], 100))
+    gc.set_threshold(young, old[1], max(old[2], 100))
     try:
         yield
     finally:

@@ -182,3 +182,32 @@ def test_collector_settings_come_back():
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_collector_young_generation_grows_with_the_job(monkeypatch):
+    """The young generation holds 100 allocations per trajectory of a step, at least
+    200,000: a collection's walk of the trajectories in flight is paid once per as many
+    turns at any job size. Set for the run, and the previous settings back after it."""
+    from rlsim import api
+    from rlsim.config.loading import load_scenario
+
+    seen: list[int] = []
+    tuned = api._collector_tuned
+
+    def spy(young: int = api.YOUNG_MIN):
+        seen.append(young)
+        return tuned(young)
+
+    monkeypatch.setattr(api, "_collector_tuned", spy)
+    before = gc.get_threshold()
+    root = Path(__file__).resolve().parents[2]
+    small, base = load_scenario(root / "scenarios" / "quickstart.yaml", ["steps=1"])
+    large, _ = load_scenario(root / "scenarios" / "bench" / "async_agentic_1024.yaml")
+    assert api._young_threshold(small) == 200_000  # 128 x 8 trajectories: the floor
+    assert api._young_threshold(large) == 100 * 1024 * 8
+    api.simulate(small, base)
+    assert seen == [200_000]
+    assert gc.get_threshold() == before
+    with tuned(819_200):
+        assert gc.get_threshold()[0] == 819_200
+    assert gc.get_threshold() == before
