@@ -20,29 +20,53 @@ OPS = st.lists(st.tuples(st.sampled_from(["add", "add", "take", "drop"]), GAPS),
                max_size=300)
 
 
+class _Mirrored:
+    """An `Ends` and a heap given the same operations, compared at each."""
+
+    def __init__(self) -> None:
+        self.ends, self.heap = Ends(), []
+
+    def add(self, t: float) -> None:
+        self.ends.add(t)
+        heapq.heappush(self.heap, t)
+
+    def take(self) -> float:
+        assert self.ends.first() == self.heap[0]
+        t = self.ends.take()
+        assert t == heapq.heappop(self.heap)
+        return t
+
+    def drop_until(self, t: float) -> None:
+        self.ends.drop_until(t)
+        while self.heap and self.heap[0] <= t:
+            heapq.heappop(self.heap)
+        assert len(self.ends) == len(self.heap)
+
+    def drain(self) -> None:
+        """Both hold the same times; take them all."""
+        assert len(self.ends) == len(self.heap)
+        assert sorted(self.ends.values()) == sorted(self.heap)
+        while self.heap:
+            self.take()
+        assert len(self.ends) == 0 and self.ends.values() == []
+
+
 @settings(max_examples=300, deadline=None)
 @given(OPS)
 def test_takes_what_a_heap_takes(ops):
-    ends, heap = Ends(), []
+    both = _Mirrored()
     last = 0.0  # the last time taken (or dropped up to): nothing earlier is added
     for op, gap in ops:
         if op == "add":
-            ends.add(last + gap)
-            heapq.heappush(heap, last + gap)
-        elif op == "take" and heap:
-            assert ends.first() == heap[0]
-            last = ends.take()
-            assert last == heapq.heappop(heap)
+            both.add(last + gap)
+        elif op == "take" and both.heap:
+            last = both.take()
         elif op == "drop":
             last += gap
-            ends.drop_until(last)
-            while heap and heap[0] <= last:
-                heapq.heappop(heap)
-        assert len(ends) == len(heap)
-        assert sorted(ends.values()) == sorted(heap)
-    while heap:
-        assert ends.take() == heapq.heappop(heap)
-    assert len(ends) == 0 and ends.values() == []
+            both.drop_until(last)
+        assert len(both.ends) == len(both.heap)
+        assert sorted(both.ends.values()) == sorted(both.heap)
+    both.drain()
 
 
 def test_an_empty_queue_has_no_first():
@@ -59,26 +83,19 @@ def test_takes_what_a_heap_takes_from_a_busy_pool():
     import random
 
     rng = random.Random(7)
-    ends, heap = Ends(), []
+    both = _Mirrored()
     for _ in range(2_000):  # 2,000 workers busy, their steps ending within 1 s
-        t = rng.uniform(0, 1.0)
-        ends.add(t)
-        heapq.heappush(heap, t)
+        both.add(rng.uniform(0, 1.0))
     for _ in range(20_000):  # each end frees a worker, which starts the next step
-        last = ends.take()
-        assert last == heapq.heappop(heap)
-        for t in (last + rng.choice((0.0, rng.uniform(0, 1.0), rng.uniform(0, 1.0),
-                                     rng.uniform(60, 90))),) * rng.choice((1, 1, 2)):
-            ends.add(t)
-            heapq.heappush(heap, t)
+        last = both.take()
+        t = last + rng.choice((0.0, rng.uniform(0, 1.0), rng.uniform(0, 1.0),
+                               rng.uniform(60, 90)))
+        for _ in range(rng.choice((1, 1, 2))):
+            both.add(t)
         if rng.random() < 0.3:
-            ends.drop_until(last)
-            while heap and heap[0] <= last:
-                heapq.heappop(heap)
-        assert len(ends) == len(heap)
-    assert sorted(ends.values()) == sorted(heap)
-    while heap:
-        assert ends.take() == heapq.heappop(heap)
+            both.drop_until(last)
+        assert len(both.ends) == len(both.heap)
+    both.drain()
 
 
 def test_a_far_bucket_comes_before_a_later_near_one():
