@@ -154,6 +154,7 @@ _ORDER_BITS: Final = 32
 # Final: compiled, a static each, not a lookup in the module's globals per call.
 _heappush: Final = heapq.heappush
 _heappop: Final = heapq.heappop
+_new_span: Final = _new_span_of
 
 
 def _finish_due(heap: list[Any], clock: i64) -> bool:
@@ -163,7 +164,6 @@ def _finish_due(heap: list[Any], clock: i64) -> bool:
         return False
     top: int = heap[0]
     return top >> _ORDER_BITS <= clock
-_new_span: Final = _new_span_of
 
 
 class RolloutEngine(TimerTarget):
