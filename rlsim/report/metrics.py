@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from itertools import compress, islice, repeat
+from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any, NamedTuple
 
@@ -18,6 +18,7 @@ import numpy as np
 from rlsim.config import policy_caps
 from rlsim.report.intervals import Interval, covered, minus, union
 from rlsim.trace import CONTROLLER, Recorder, Span
+from rlsim.trace.columns import BusyColumns
 
 PHASES = ("gen", "env", "reward", "controller", "ref", "train", "weight_sync", "switch",
           "recovery")
@@ -89,7 +90,8 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
 
     # One pass over the spans: the controller's few, and the busy spans (most of a large
     # run's) as columns for every figure that sums them.
-    controller = [s for s in recorder.spans if s.track == CONTROLLER]
+    listed, busy_cols = recorder.spans_apart()  # no `Span` built for an engine's busy period
+    controller = [s for s in listed if s.track == CONTROLLER]
     all_steps = sorted((s for s in controller if s.name == "step"), key=lambda s: s.t1)
     sim_time = max((s.t1 for s in all_steps), default=0.0)
     steps = [s for s in all_steps if kept(s)] if rollbacks else all_steps
@@ -110,7 +112,7 @@ def summarize(recorder: Recorder, wall_s: float, events: int) -> dict[str, Any]:
     alone = gen_alone(controller)
     # work after the window's end is not simulated (spans open at the end of the run end
     # there); clipping also drops the warm-up's share
-    busy = busy_time(recorder.spans, [(start, sim_time), (0.0, sim_time)])
+    busy = busy_time(listed, [(start, sim_time), (0.0, sim_time)], columns=busy_cols)
     steady = _figures(controller, busy.within[0], window, start, sim_time, pools, kept,
                       bool(rollbacks), alone)
     whole = _figures(controller, busy.within[1], steps, 0.0, sim_time, pools, kept,
@@ -240,47 +242,79 @@ class BusyTime(NamedTuple):
 
 
 _BUSY_CHUNK = 1 << 16
-"""Busy spans read into columns at a time: the columns of a whole run's (25,000 a step at
+"""Busy spans summed a chunk at a time: the Python floats of a whole run's (25,000 a step at
 1,024 GPUs) would add to the run's peak memory."""
 
 
 def busy_time(spans: Iterable[Span], windows: list[tuple[float, float]],
-              chunk: int = _BUSY_CHUNK) -> BusyTime:
+              chunk: int = _BUSY_CHUNK, columns: BusyColumns | None = None) -> BusyTime:
     """The busy spans' GPU-seconds per pool, whole and within each window, in one pass.
 
-    A large run's spans are nearly all busy spans, and a Python loop over them per figure was
-    4% of an async benchmark's time (issue 40): they are read as columns (start, end, GPUs,
-    pool), `chunk` at a time. Every sum adds the same terms in the same order as a loop
-    over the spans (the running total carried from chunk to chunk), so it is the same float.
+    `columns`: more busy spans, kept as columns (`Recorder.spans_apart`), row k recorded just
+    before `spans[at[k]]`. A large run's busy spans are nearly all there, and are read
+    without a `Span` built (issue 40). Every sum adds the same terms in the same order as a
+    loop over the spans in the order recorded (the running total carried from chunk to
+    chunk), so it is the same float.
     """
-    whole: dict[str, float] = {}
-    within: list[dict[str, float]] = [{} for _ in windows]
-    tokens = 0
-    codes: defaultdict[str, int] = defaultdict()
-    codes.default_factory = codes.__len__  # a new pool's code: the pools seen before it
+    spans = spans if isinstance(spans, (list, tuple)) else list(spans)
     rollout_track = _Prefixed("rollout.")
     # The busy ones picked in C, not by a generator's test per span (a Python frame each).
-    spans = spans if isinstance(spans, (list, tuple)) else list(spans)
-    busy = compress(spans, map(eq, map(_NAME, spans), repeat("busy")))
-    while rows := list(islice(busy, chunk)):
-        # map() over itemgetters keeps each pass in C (as report.columns does).
-        n = len(rows)
-        attrs = list(map(_ATTRS, rows))
-        pool = np.fromiter(map(codes.__getitem__, map(str, map(itemgetter("pool"), attrs))),
-                           dtype=np.int64, count=n)
-        gpus = np.fromiter(map(float, map(itemgetter("gpus"), attrs)), dtype=np.float64,
-                           count=n)
-        t0 = np.fromiter(map(_T0, rows), dtype=np.float64, count=n)
-        t1 = np.fromiter(map(_T1, rows), dtype=np.float64, count=n)
-        rollout = map(rollout_track.__getitem__, map(_TRACK, rows))
-        tokens += sum(map(int, map(dict.get, compress(attrs, rollout), repeat("tokens"),
-                                   repeat(0))))
-        in_pool = [(name, pool == code) for name, code in codes.items()]
-        _add_per_pool(whole, in_pool, (t1 - t0) * gpus, None)
+    where = list(compress(range(len(spans)), map(eq, map(_NAME, spans), repeat("busy"))))
+    rows = list(map(spans.__getitem__, where))
+    attrs = list(map(_ATTRS, rows))
+    n = len(rows)
+    codes: defaultdict[str, int] = defaultdict()
+    codes.default_factory = codes.__len__  # a new pool's code: the pools seen before it
+    # map() over itemgetters keeps each pass in C (as report.columns does).
+    pool = np.fromiter(map(codes.__getitem__, map(str, map(itemgetter("pool"), attrs))),
+                       dtype=np.int64, count=n)
+    gpus = np.fromiter(map(float, map(itemgetter("gpus"), attrs)), dtype=np.float64, count=n)
+    t0 = np.fromiter(map(_T0, rows), dtype=np.float64, count=n)
+    t1 = np.fromiter(map(_T1, rows), dtype=np.float64, count=n)
+    rollout = map(rollout_track.__getitem__, map(_TRACK, rows))
+    tokens = sum(map(int, map(dict.get, compress(attrs, rollout), repeat("tokens"), repeat(0))))
+    if columns is not None and len(columns):
+        c = _BusyArrays(columns, codes, rollout_track)
+        tokens += c.rollout_tokens
+        # Each span before the rows recorded after it.
+        before = np.searchsorted(c.at, np.asarray(where, dtype=np.int64), side="right")
+        pool = np.insert(c.pool, before, pool)
+        gpus = np.insert(c.gpus, before, gpus)
+        t0 = np.insert(c.t0, before, t0)
+        t1 = np.insert(c.t1, before, t1)
+    whole: dict[str, float] = {}
+    within: list[dict[str, float]] = [{} for _ in windows]
+    for a in range(0, len(pool), chunk):
+        part = slice(a, a + chunk)
+        p, g, s0, s1 = pool[part], gpus[part], t0[part], t1[part]
+        in_pool = [(name, p == code) for name, code in codes.items()]
+        _add_per_pool(whole, in_pool, (s1 - s0) * g, None)
         for (w0, w1), out in zip(windows, within, strict=True):
-            overlap = np.minimum(t1, w1) - np.maximum(t0, w0)
-            _add_per_pool(out, in_pool, overlap * gpus, overlap > 0)
+            overlap = np.minimum(s1, w1) - np.maximum(s0, w0)
+            _add_per_pool(out, in_pool, overlap * g, overlap > 0)
     return BusyTime(whole, within, tokens)
+
+
+class _BusyArrays:
+    """`BusyColumns` as numpy arrays: each row's pool code (in `codes`), GPUs, start and end
+    (floats), where it was recorded (`at`), and the tokens of the rows on rollout tracks."""
+
+    def __init__(self, cols: BusyColumns, codes: dict[str, int],
+                 rollout_track: _Prefixed) -> None:
+        cols.flush()
+        series = np.frombuffer(cols.series, dtype=np.uintc)
+        self.at = np.frombuffer(cols.at, dtype=np.longlong)
+        self.pool = np.array([codes[str(p)] for p in cols.pools], dtype=np.int64)[series]
+        self.gpus = np.array([float(g) for g in cols.gpus], dtype=np.float64)[series]
+        self.t0 = np.frombuffer(cols.t0, dtype=np.float64)
+        self.t1 = np.frombuffer(cols.t1, dtype=np.float64)
+        tokens = np.frombuffer(cols.tokens, dtype=np.longlong)
+        rollout = np.array([rollout_track[t] for t in cols.tracks], dtype=bool)[series]
+        if cols.kept:  # rows as recorded, where the arrays hold placeholders
+            self.t0, self.t1, tokens = self.t0.copy(), self.t1.copy(), tokens.astype(object)
+            for i, (k0, k1, _, k) in cols.kept.items():
+                self.t0[i], self.t1[i], tokens[i] = float(k0), float(k1), int(k)
+        self.rollout_tokens = int(sum(tokens[rollout].tolist()))
 
 
 _TRACK, _NAME, _T0, _T1, _ATTRS = map(itemgetter, range(5))  # a Span's fields

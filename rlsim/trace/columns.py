@@ -1,4 +1,5 @@
-"""Counter records stored as columns: what `Recorder.counter` writes, one entry per record.
+"""Records stored as columns: the counters (what `Recorder.counter` writes) and the rollout
+engines' busy spans, one entry per record.
 
 Owns the counters' storage: a series id per distinct (track, name), and per record its
 series, time and value as doubles and a tag saying how to give them back exactly as
@@ -13,6 +14,11 @@ series often takes its id once (`series_of`) and appends by id (`append`). Recor
 through lists, moved into the arrays a few thousand at a time (`flush`): compiled, a list
 append is a direct call, an array's a method lookup and an argument parse each. The arrays
 hold every record after `flush`, which `Recorder.counter_columns` and the readers here call.
+
+An engine's busy periods (`BusyColumns`: ~23,500 a step at 1,024 GPUs) were each a `Span`
+tuple and its attribute dict, ~420 bytes in seven blocks: nearly all of a large run's
+memory growth, walked by every full collection of the garbage collector (issue 40). As
+columns they are ~45 bytes and no object; `Recorder.spans` builds their `Span`s when read.
 """
 
 from __future__ import annotations
@@ -198,3 +204,210 @@ class CounterColumns:
         v = self.value[i]
         return (self.tracks[sid], self.names[sid], int(t) if g & TIME_INT else t,
                 int(v) if g & VALUE_INT else v)
+
+
+T0_INT: Final = 1  # a busy span's start was an int
+T1_INT: Final = 2  # its end was an int
+OPEN: Final = 4  # cut by the run's end (its `open` attribute)
+BUSY_KEPT: Final = 8  # times and counts kept as recorded in `kept`
+_COUNT_MAX: Final = 2 ** 63  # counts an int64 holds
+
+
+class BusyColumns:
+    """Busy spans (name `busy`) of writers with fixed attributes, as columns in emission
+    order: what a rollout engine writes at the end of each busy period.
+
+    `series` indexes `tracks`, `pools` and `gpus` (one entry per distinct writer: its track
+    and its `pool` and `gpus` attributes); `t0` and `t1` hold the times as doubles,
+    `requests` and `tokens` the counts; `tag` says which times were ints (`T0_INT`,
+    `T1_INT`), which spans are `OPEN`, and which are kept as recorded in `kept`
+    (`BUSY_KEPT`: index -> (t0, t1, requests, tokens)). `at` places each among the other
+    spans: row k was recorded just before the span at index `at[k]` of `spans`, the
+    recorder's list (its length then).
+    """
+
+    # `spans` optional: unpickled, a compiled class is made by calling it with no argument.
+    def __init__(self, spans: list[Any] | None = None) -> None:
+        self.spans: list[Any] = [] if spans is None else spans
+        self.series_id: dict[tuple[str, Any, Any], int] = {}
+        self.tracks: list[str] = []
+        self.pools: list[Any] = []
+        self.gpus: list[Any] = []
+        self.series: array[int] = array("I")
+        self.at: array[int] = array("q")
+        self.t0: array[float] = array("d")
+        self.t1: array[float] = array("d")
+        self.requests: array[int] = array("q")
+        self.tokens: array[int] = array("q")
+        self.tag: array[int] = array("B")
+        self.kept: dict[int, tuple[Any, Any, Any, Any]] = {}
+        # Rows not yet in the arrays (Any: compiled, the caller's objects are kept, not
+        # unboxed and boxed anew).
+        self._series: list[Any] = []
+        self._at: list[int] = []
+        self._t0: list[Any] = []
+        self._t1: list[Any] = []
+        self._requests: list[Any] = []
+        self._tokens: list[Any] = []
+        self._tag: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.series) + len(self._tag)
+
+    def flush(self) -> None:
+        """Move the rows waiting in the lists into the arrays."""
+        n = len(self._tag)
+        if n:
+            self.series.frombytes(pack(f"{n}I", *self._series))
+            self.at.frombytes(pack(f"{n}q", *self._at))
+            self.t0.frombytes(pack(f"{n}d", *self._t0))
+            self.t1.frombytes(pack(f"{n}d", *self._t1))
+            self.requests.frombytes(pack(f"{n}q", *self._requests))
+            self.tokens.frombytes(pack(f"{n}q", *self._tokens))
+            self.tag.frombytes(bytes(self._tag))
+            self._drop_pending()
+
+    def _drop_pending(self) -> None:
+        self._series.clear()
+        self._at.clear()
+        self._t0.clear()
+        self._t1.clear()
+        self._requests.clear()
+        self._tokens.clear()
+        self._tag.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.flush()
+        return {"spans": self.spans, "series_id": self.series_id, "tracks": self.tracks,
+                "pools": self.pools, "gpus": self.gpus, "series": self.series,
+                "at": self.at, "t0": self.t0, "t1": self.t1, "requests": self.requests,
+                "tokens": self.tokens, "tag": self.tag, "kept": self.kept}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.spans = state["spans"]
+        self.series_id = state["series_id"]
+        self.tracks = state["tracks"]
+        self.pools = state["pools"]
+        self.gpus = state["gpus"]
+        self.series = state["series"]
+        self.at = state["at"]
+        self.t0 = state["t0"]
+        self.t1 = state["t1"]
+        self.requests = state["requests"]
+        self.tokens = state["tokens"]
+        self.tag = state["tag"]
+        self.kept = state["kept"]
+        self._series, self._at, self._t0, self._t1 = [], [], [], []
+        self._requests, self._tokens, self._tag = [], [], []
+
+    def clear(self) -> None:
+        """No rows (the series stay: writers hold their ids)."""
+        del self.series[:], self.at[:], self.t0[:], self.t1[:]
+        del self.requests[:], self.tokens[:], self.tag[:]
+        self.kept.clear()
+        self._drop_pending()
+
+    def series_of(self, track: str, pool: Any, gpus: Any) -> int:
+        """The id of the writer on `track` with attributes `pool` and `gpus`."""
+        key = (track, pool, gpus)
+        sid = self.series_id.get(key)
+        if sid is None:
+            sid = len(self.tracks)
+            self.series_id[key] = sid
+            self.tracks.append(track)
+            self.pools.append(pool)
+            self.gpus.append(gpus)
+        return sid
+
+    def append(self, sid: Any, t0: Any, t1: Any, requests: Any, tokens: Any,
+               cut: bool) -> None:
+        """A busy span of writer `sid` over [t0, t1] in which `requests` requests finished,
+        generating `tokens` tokens (`cut`: cut by the run's end, marked `open`)."""
+        if t1 < t0:
+            raise ValueError(f"span {self.tracks[sid]}/busy ends before it starts "
+                             f"({t0} > {t1})")
+        # The objects as given, kept apart from the tests below (as `CounterColumns.append`).
+        t0_obj: object = t0
+        t1_obj: object = t1
+        requests_obj: object = requests
+        tokens_obj: object = tokens
+        if (type(t0) is float and type(t1) is float and type(requests) is int
+                and type(tokens) is int and 0 <= requests < _COUNT_MAX
+                and 0 <= tokens < _COUNT_MAX):
+            self._series.append(sid)
+            self._at.append(len(self.spans))
+            self._t0.append(t0_obj)
+            self._t1.append(t1_obj)
+            self._requests.append(requests_obj)
+            self._tokens.append(tokens_obj)
+            self._tag.append(OPEN if cut else 0)
+            if len(self._tag) >= _BATCH:
+                self.flush()
+            return
+        self._append_other(sid, t0, t1, requests, tokens, cut)
+
+    def _append_other(self, sid: int, t0: Any, t1: Any, requests: Any, tokens: Any,
+                      cut: bool) -> None:
+        """A busy span whose times are not floats, or whose counts are not int64s."""
+        self.flush()  # its index is its place among all rows
+        tag = OPEN if cut else 0
+        if type(t0) is int and -EXACT <= t0 <= EXACT:
+            tag |= T0_INT
+        elif type(t0) is not float:
+            tag |= BUSY_KEPT
+        if type(t1) is int and -EXACT <= t1 <= EXACT:
+            tag |= T1_INT
+        elif type(t1) is not float:
+            tag |= BUSY_KEPT
+        if not (type(requests) is int and type(tokens) is int
+                and -_COUNT_MAX <= requests < _COUNT_MAX
+                and -_COUNT_MAX <= tokens < _COUNT_MAX):
+            tag |= BUSY_KEPT
+        self.series.append(sid)
+        self.at.append(len(self.spans))
+        if tag & BUSY_KEPT:
+            self.kept[len(self.tag)] = (t0, t1, requests, tokens)
+            self.t0.append(float("nan"))
+            self.t1.append(float("nan"))
+            self.requests.append(0)
+            self.tokens.append(0)
+        else:
+            self.t0.append(t0)
+            self.t1.append(t1)
+            self.requests.append(requests)
+            self.tokens.append(tokens)
+        self.tag.append(tag)
+
+    def requests_finished(self) -> int:
+        """The requests finished in every row's span (its `requests`): a run's turns."""
+        self.flush()
+        kept = self.kept
+        return sum(self.requests) + sum(int(kept[i][2]) for i in kept)
+
+    def rows(self) -> list[tuple[str, str, Any, Any, dict[str, Any]]]:
+        """Every row as a `Span`'s fields (track, "busy", t0, t1, attrs), as recorded."""
+        self.flush()
+        tracks, pools, gpus = self.tracks, self.pools, self.gpus
+        t0s: list[Any] = self.t0.tolist()
+        t1s: list[Any] = self.t1.tolist()
+        requests: list[Any] = self.requests.tolist()
+        tokens: list[Any] = self.tokens.tolist()
+        tags = self.tag
+        kept = self.kept
+        out: list[tuple[str, str, Any, Any, dict[str, Any]]] = []
+        for i, sid in enumerate(self.series):
+            g = tags[i]
+            t0, t1, n, k = t0s[i], t1s[i], requests[i], tokens[i]
+            if g & BUSY_KEPT:
+                t0, t1, n, k = kept[i]
+            else:
+                if g & T0_INT:
+                    t0 = int(t0)
+                if g & T1_INT:
+                    t1 = int(t1)
+            attrs: dict[str, Any] = {"pool": pools[sid], "gpus": gpus[sid], "requests": n,
+                                     "tokens": k}
+            if g & OPEN:
+                attrs["open"] = True
+            out.append((tracks[sid], "busy", t0, t1, attrs))
+        return out

@@ -8,16 +8,20 @@ columns (`columns.CounterColumns`), about 21 bytes each instead of ~115 for a tu
 its two numbers (issue 24: 3.47 M of them were half the 1,024-GPU async agentic benchmark's
 peak memory).
 `Recorder.counters` still reads as a sequence of `Counter` records in emission order, with
-every value of the type it was recorded with.
+every value of the type it was recorded with. The rollout engines' busy spans are columns too
+(`columns.BusyColumns`) until `Recorder.spans` is read, which builds their `Span`s in place,
+in emission order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import gc
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any, NamedTuple
 
-from rlsim.trace.columns import CounterColumns
+from rlsim.trace.columns import BusyColumns, CounterColumns
 
 CONTROLLER = "controller"
 """The track of the single controller: phase spans and one `step` span per training step."""
@@ -58,10 +62,6 @@ _CHUNK = 65_536  # counters rebuilt per batch while iterating: bounds the memory
 # an interpreted frame per span, one per engine busy period in a large run).
 _new_counter = partial(tuple.__new__, Counter)
 _new_span = partial(tuple.__new__, Span)
-new_span: Callable[[tuple[str, str, Any, Any, dict[str, Any]]], Span] = _new_span
-"""A `Span` from its (track, name, t0, t1, attrs) tuple, with no Python code run: for a
-compiled writer with a span per event (an engine's busy periods), which appends it to
-`Recorder.spans` itself (issue 40: `span_of`, interpreted, was ~2,500 instructions)."""
 _new_instant = partial(tuple.__new__, Instant)
 
 
@@ -115,21 +115,85 @@ class CounterView:
 class Recorder:
     """Collects records in emission order. `detail` says whether per-request records are kept.
 
-    `spans` and `instants` are lists; `counters` is a sequence view over columns
-    (`counter_columns`), assignable from any iterable of `Counter`s.
+    `spans` and `instants` are lists (`spans` assignable from any iterable of `Span`s);
+    `counters` is a sequence view over columns (`counter_columns`), assignable from any
+    iterable of `Counter`s. The rollout engines write their busy spans into columns
+    (`busy_columns`), which `spans` turns into `Span`s when read.
     """
 
-    __slots__ = ("_counters", "detail", "instants", "spans")
+    __slots__ = ("_busy", "_counters", "_spans", "detail", "instants")
 
     def __init__(self, detail: str = "phase") -> None:
         self.detail = detail
-        self.spans: list[Span] = []
+        self._spans: list[Span] = []
         self.instants: list[Instant] = []
         self._counters = CounterColumns()
+        self._busy = BusyColumns(self._spans)
 
     @property
     def per_request(self) -> bool:
         return self.detail == "request"
+
+    @property
+    def spans(self) -> list[Span]:
+        """Every span in emission order, the busy spans written as columns included (built
+        here, once). The same list for the recorder's life; a writer that keeps it while the
+        engines run finds in it only the spans built when it was read."""
+        self._build_busy()
+        return self._spans
+
+    @spans.setter
+    def spans(self, records: Iterable[Span]) -> None:
+        rows = list(records)  # before clearing: they may be these very spans
+        self._busy.clear()
+        self._spans[:] = rows  # in place: the busy columns place their rows in this list
+
+    @property
+    def busy_columns(self) -> BusyColumns:
+        """The busy spans written as columns and not yet built into `spans`, for writers
+        that append them (the rollout engines) and readers that take them whole (the
+        summary). The same object for the recorder's life; every row is in its arrays when
+        this returns."""
+        self._busy.flush()
+        return self._busy
+
+    def spans_apart(self) -> tuple[list[Span], BusyColumns]:
+        """The spans without building any: the list of those built (`spans` less the busy
+        spans still in columns) and those columns (`busy_columns`), whose row k was
+        recorded just before the list's item `at[k]`."""
+        return self._spans, self.busy_columns
+
+    def _build_busy(self) -> None:
+        """Move the busy spans out of their columns into `spans`, each where it was
+        recorded."""
+        busy = self._busy
+        if not len(busy):
+            return
+        # Without the collector: these are hundreds of thousands of new objects in no
+        # cycle, and at its default settings (a run's tuning ends with the run) they set
+        # off full collections of everything the run left (0.18 s of a 3-step 1,024-GPU run
+        # built after it, issue 40).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            rows = list(map(_new_span, busy.rows()))
+        finally:
+            if collecting:
+                gc.enable()
+        at = busy.at
+        spans = self._spans
+        merged: list[Span] = []
+        taken = 0  # of `spans`
+        a, n = 0, len(rows)
+        while a < n:  # a run of rows recorded between the same two spans at a time
+            p = at[a]
+            b = bisect_right(at, p, a)
+            merged += spans[taken:p]
+            merged += rows[a:b]
+            taken, a = p, b
+        merged += spans[taken:]
+        busy.clear()
+        spans[:] = merged
 
     @property
     def counters(self) -> CounterView:
@@ -160,11 +224,11 @@ class Recorder:
 
     def span_of(self, track: str, name: str, t0: Any, t1: Any, attrs: dict[str, Any]) -> None:
         """`span`, its attributes a dict the caller built and hands over (the span keeps
-        it). A compiled writer with a span per event appends `new_span(...)` itself (an
-        engine's busy periods)."""
+        it)."""
         if t1 < t0:
             raise ValueError(f"span {track}/{name} ends before it starts ({t0} > {t1})")
-        self.spans.append(_new_span((track, name, t0, t1, attrs)))
+        # Not through `spans`: that would build the busy spans in columns at every span.
+        self._spans.append(_new_span((track, name, t0, t1, attrs)))
 
     def instant(self, _track: str, _name: str, _t: Any, **attrs: Any) -> None:
         self.instants.append(_new_instant((_track, _name, _t, attrs)))
