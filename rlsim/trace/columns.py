@@ -11,9 +11,11 @@ Compiled (rlsim/compiled.py): the engines record a gauge at about one batch chan
 three (804,198 counters in 5 steps of the 1,024-GPU async agentic benchmark), and each
 interpreted call cost about 0.5 us, 4% of that run (issue 40). A writer that records one
 series often takes its id once (`series_of`) and appends by id (`append`). Records come in
-through lists, moved into the arrays a few thousand at a time (`flush`): compiled, a list
-append is a direct call, an array's a method lookup and an argument parse each. The arrays
-hold every record after `flush`, which `Recorder.counter_columns` and the readers here call.
+through lists, packed a few thousand at a time (compiled, a list append is a direct call,
+an array's a method lookup and an argument parse each), and the packed batches move into the
+arrays when a reader asks (`flush`): an array grown a batch at a time is copied whole each
+time it outgrows its block, 3% of the misses past 4 MB of a 1,024-GPU turn. The arrays hold
+every record after `flush`, which `Recorder.counter_columns` and the readers here call.
 
 An engine's busy periods (`BusyColumns`: ~23,500 a step at 1,024 GPUs) were each a `Span`
 tuple and its attribute dict, ~420 bytes in seven blocks: nearly all of a large run's
@@ -32,7 +34,18 @@ VALUE_INT: Final = 1  # the value was an int
 TIME_INT: Final = 2  # the time was an int
 KEPT: Final = 4  # time and value kept as recorded in `kept`
 EXACT: Final = 2 ** 53  # ints up to this size survive a round trip through a double
-_BATCH: Final = 4096  # records waiting in the lists before they move into the arrays
+_BATCH: Final = 4096  # records waiting in the lists before they are packed
+
+
+def _unpack(arrays: list[array[Any]], packed: list[list[bytes]]) -> None:
+    """Append packed batches (each one's columns as bytes, in the order of `arrays`) to the
+    arrays, each grown once, and drop them: a column's bytes as soon as they are in its
+    array, so that moving them adds at most one column's size to the memory in use."""
+    for k, arr in enumerate(arrays):
+        arr.frombytes(b"".join([batch[k] for batch in packed]))
+        for batch in packed:
+            batch[k] = b""
+    packed.clear()
 
 
 class CounterColumns:
@@ -61,22 +74,31 @@ class CounterColumns:
         self._t: list[Any] = []
         self._value: list[Any] = []
         self._tag: list[int] = []
+        # Batches packed and not yet in the arrays: each one's columns as bytes.
+        self._packed: list[list[bytes]] = []
+        self._n_packed = 0
 
     def __len__(self) -> int:
-        return len(self.series) + len(self._tag)
+        return len(self.series) + self._n_packed + len(self._tag)
 
-    def flush(self) -> None:
-        """Move the records waiting in the lists into the arrays."""
+    def _pack(self) -> None:
+        """Pack the records waiting in the lists into a batch of bytes."""
         n = len(self._tag)
         if n:
             # Packed, then appended as bytes: an array's `extend` parses each item as
             # `append` does, three to four times slower. The same doubles (both convert
             # with PyFloat_AsDouble) in the machine's layout, as the arrays keep them.
-            self.series.frombytes(pack(f"{n}I", *self._series))
-            self.t.frombytes(pack(f"{n}d", *self._t))
-            self.value.frombytes(pack(f"{n}d", *self._value))
-            self.tag.frombytes(bytes(self._tag))
+            self._packed.append([pack(f"{n}I", *self._series), pack(f"{n}d", *self._t),
+                                 pack(f"{n}d", *self._value), bytes(self._tag)])
+            self._n_packed += n
             self._drop_pending()
+
+    def flush(self) -> None:
+        """Move every record waiting into the arrays."""
+        self._pack()
+        if self._packed:
+            _unpack([self.series, self.t, self.value, self.tag], self._packed)
+            self._n_packed = 0
 
     def _drop_pending(self) -> None:
         self._series.clear()
@@ -102,6 +124,7 @@ class CounterColumns:
         self.tag = state["tag"]
         self.kept = state["kept"]
         self._series, self._t, self._value, self._tag = [], [], [], []
+        self._packed, self._n_packed = [], 0
 
     def clear(self) -> None:
         """No records and no series (in place: writers holding the columns keep them)."""
@@ -110,6 +133,8 @@ class CounterColumns:
         del self.series[:], self.t[:], self.value[:], self.tag[:]
         self.kept.clear()
         self._drop_pending()
+        self._packed.clear()
+        self._n_packed = 0
 
     def series_of(self, track: str, name: str) -> int:
         """The id of series (track, name), a new one if it has no records yet."""
@@ -142,7 +167,7 @@ class CounterColumns:
             self._value.append(value_obj)
             self._tag.append(tag)
             if len(self._tag) >= _BATCH:
-                self.flush()
+                self._pack()
             return
         self._append_other(sid, t, value)
 
@@ -250,22 +275,31 @@ class BusyColumns:
         self._requests: list[Any] = []
         self._tokens: list[Any] = []
         self._tag: list[int] = []
+        self._packed: list[list[bytes]] = []  # as `CounterColumns._packed`
+        self._n_packed = 0
 
     def __len__(self) -> int:
-        return len(self.series) + len(self._tag)
+        return len(self.series) + self._n_packed + len(self._tag)
 
-    def flush(self) -> None:
-        """Move the rows waiting in the lists into the arrays."""
+    def _pack(self) -> None:
+        """Pack the rows waiting in the lists into a batch of bytes."""
         n = len(self._tag)
         if n:
-            self.series.frombytes(pack(f"{n}I", *self._series))
-            self.at.frombytes(pack(f"{n}q", *self._at))
-            self.t0.frombytes(pack(f"{n}d", *self._t0))
-            self.t1.frombytes(pack(f"{n}d", *self._t1))
-            self.requests.frombytes(pack(f"{n}q", *self._requests))
-            self.tokens.frombytes(pack(f"{n}q", *self._tokens))
-            self.tag.frombytes(bytes(self._tag))
+            self._packed.append([
+                pack(f"{n}I", *self._series), pack(f"{n}q", *self._at),
+                pack(f"{n}d", *self._t0), pack(f"{n}d", *self._t1),
+                pack(f"{n}q", *self._requests), pack(f"{n}q", *self._tokens),
+                bytes(self._tag)])
+            self._n_packed += n
             self._drop_pending()
+
+    def flush(self) -> None:
+        """Move every row waiting into the arrays."""
+        self._pack()
+        if self._packed:
+            _unpack([self.series, self.at, self.t0, self.t1, self.requests, self.tokens,
+                     self.tag], self._packed)
+            self._n_packed = 0
 
     def _drop_pending(self) -> None:
         self._series.clear()
@@ -299,6 +333,7 @@ class BusyColumns:
         self.kept = state["kept"]
         self._series, self._at, self._t0, self._t1 = [], [], [], []
         self._requests, self._tokens, self._tag = [], [], []
+        self._packed, self._n_packed = [], 0
 
     def clear(self) -> None:
         """No rows (the series stay: writers hold their ids)."""
@@ -306,6 +341,8 @@ class BusyColumns:
         del self.requests[:], self.tokens[:], self.tag[:]
         self.kept.clear()
         self._drop_pending()
+        self._packed.clear()
+        self._n_packed = 0
 
     def series_of(self, track: str, pool: Any, gpus: Any) -> int:
         """The id of the writer on `track` with attributes `pool` and `gpus`."""
@@ -342,7 +379,7 @@ class BusyColumns:
             self._tokens.append(tokens_obj)
             self._tag.append(OPEN if cut else 0)
             if len(self._tag) >= _BATCH:
-                self.flush()
+                self._pack()
             return
         self._append_other(sid, t0, t1, requests, tokens, cut)
 
