@@ -48,35 +48,33 @@ def _unpack(arrays: list[array[Any]], packed: list[list[bytes]]) -> None:
     packed.clear()
 
 
-class CounterColumns:
-    """The counters as columns, one entry per record in emission order.
-
-    `series` indexes `tracks` and `names` (one entry per distinct (track, name)); `t` and
-    `value` hold the numbers as doubles; `tag` says which were ints (`VALUE_INT`,
-    `TIME_INT`) or are kept as recorded in `kept` (`KEPT`: index -> (t, value)).
-    """
+class _Columns:
+    """What both kinds of columns share: a record's fields wait in lists, one per column,
+    are packed a batch at a time (`_pack`) and move into the columns' arrays when a reader
+    asks (`flush`). A subclass names its columns (`_columns`) and what its pickle holds
+    (`_state_fields`); `series` and `tag` are every subclass's first and last columns,
+    `kept` the records kept as recorded (index -> their fields)."""
 
     # No __slots__: compiled, the attributes are a native class's fields anyway, and mypyc
     # left the ones __slots__ named unset.
     def __init__(self) -> None:
-        self.series_id: dict[tuple[str, str], int] = {}
-        self.tracks: list[str] = []
-        self.names: list[str] = []
         self.series: array[int] = array("I")
-        self.t: array[float] = array("d")
-        self.value: array[float] = array("d")
         self.tag: array[int] = array("B")
-        self.kept: dict[int, tuple[Any, Any]] = {}
-        # Records not yet in the arrays: series, time, value (int or float) and tag.
-        self._series: list[int] = []
-        # Any, not float: compiled, a float list's append unboxes the time and boxes it
-        # again, a new float object per record; these keep the caller's.
-        self._t: list[Any] = []
-        self._value: list[Any] = []
+        self.kept: dict[int, tuple[Any, ...]] = {}
+        # Any: compiled, a caller's boxed id is kept, not boxed anew.
+        self._series: list[Any] = []
         self._tag: list[int] = []
         # Batches packed and not yet in the arrays: each one's columns as bytes.
         self._packed: list[list[bytes]] = []
         self._n_packed = 0
+
+    def _columns(self) -> tuple[str, list[array[Any]], list[list[Any]]]:
+        """The columns' `struct` formats, arrays and waiting lists, in one order."""
+        raise NotImplementedError
+
+    def _state_fields(self) -> tuple[str, ...]:
+        """The fields a pickle holds (every record is in the arrays then)."""
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self.series) + self._n_packed + len(self._tag)
@@ -85,11 +83,12 @@ class CounterColumns:
         """Pack the records waiting in the lists into a batch of bytes."""
         n = len(self._tag)
         if n:
+            formats, _, lists = self._columns()
             # Packed, then appended as bytes: an array's `extend` parses each item as
             # `append` does, three to four times slower. The same doubles (both convert
             # with PyFloat_AsDouble) in the machine's layout, as the arrays keep them.
-            self._packed.append([pack(f"{n}I", *self._series), pack(f"{n}d", *self._t),
-                                 pack(f"{n}d", *self._value), bytes(self._tag)])
+            self._packed.append([pack(f"{n}{f}", *rows)
+                                 for f, rows in zip(formats, lists, strict=True)])
             self._n_packed += n
             self._drop_pending()
 
@@ -97,44 +96,69 @@ class CounterColumns:
         """Move every record waiting into the arrays."""
         self._pack()
         if self._packed:
-            _unpack([self.series, self.t, self.value, self.tag], self._packed)
+            _unpack(self._columns()[1], self._packed)
             self._n_packed = 0
 
     def _drop_pending(self) -> None:
-        self._series.clear()
-        self._t.clear()
-        self._value.clear()
-        self._tag.clear()
+        for rows in self._columns()[2]:
+            rows.clear()
+
+    def _drop_records(self) -> None:
+        """No records (in place: writers holding the columns keep them)."""
+        for arr in self._columns()[1]:
+            del arr[:]
+        self.kept.clear()
+        self._drop_pending()
+        self._packed.clear()
+        self._n_packed = 0
 
     # Pickled field by field: a Recorder travels to and from worker processes (draws,
     # sweeps). mypyc's `serializable` class option left __init__'s fields unset (mypy 2.4.1).
     def __getstate__(self) -> dict[str, Any]:
         self.flush()
-        return {"series_id": self.series_id, "tracks": self.tracks, "names": self.names,
-                "series": self.series, "t": self.t, "value": self.value, "tag": self.tag,
-                "kept": self.kept}
+        return {name: getattr(self, name) for name in self._state_fields()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.series_id = state["series_id"]
-        self.tracks = state["tracks"]
-        self.names = state["names"]
-        self.series = state["series"]
-        self.t = state["t"]
-        self.value = state["value"]
-        self.tag = state["tag"]
-        self.kept = state["kept"]
-        self._series, self._t, self._value, self._tag = [], [], [], []
-        self._packed, self._n_packed = [], 0
+        # Every field new (an interpreted class is unpickled without `__init__`), then the
+        # pickled ones.
+        type(self).__init__(self)
+        for name, value in state.items():
+            setattr(self, name, value)
+
+
+class CounterColumns(_Columns):
+    """The counters as columns, one entry per record in emission order.
+
+    `series` indexes `tracks` and `names` (one entry per distinct (track, name)); `t` and
+    `value` hold the numbers as doubles; `tag` says which were ints (`VALUE_INT`,
+    `TIME_INT`) or are kept as recorded in `kept` (`KEPT`: index -> (t, value)).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.series_id: dict[tuple[str, str], int] = {}
+        self.tracks: list[str] = []
+        self.names: list[str] = []
+        self.t: array[float] = array("d")
+        self.value: array[float] = array("d")
+        # Records not yet in the arrays (beside `_series` and `_tag`): time and value (int
+        # or float). Any, not float: compiled, a float list's append unboxes the time and
+        # boxes it again, a new float object per record; these keep the caller's.
+        self._t: list[Any] = []
+        self._value: list[Any] = []
+
+    def _columns(self) -> tuple[str, list[array[Any]], list[list[Any]]]:
+        return ("IddB", [self.series, self.t, self.value, self.tag],
+                [self._series, self._t, self._value, self._tag])
+
+    def _state_fields(self) -> tuple[str, ...]:
+        return ("series_id", "tracks", "names", "series", "t", "value", "tag", "kept")
 
     def clear(self) -> None:
         """No records and no series (in place: writers holding the columns keep them)."""
         self.series_id.clear()
         del self.tracks[:], self.names[:]
-        del self.series[:], self.t[:], self.value[:], self.tag[:]
-        self.kept.clear()
-        self._drop_pending()
-        self._packed.clear()
-        self._n_packed = 0
+        self._drop_records()
 
     def series_of(self, track: str, name: str) -> int:
         """The id of series (track, name), a new one if it has no records yet."""
@@ -238,7 +262,7 @@ BUSY_KEPT: Final = 8  # times and counts kept as recorded in `kept`
 _COUNT_MAX: Final = 2 ** 63  # counts an int64 holds
 
 
-class BusyColumns:
+class BusyColumns(_Columns):
     """Busy spans (name `busy`) of writers with fixed attributes, as columns in emission
     order: what a rollout engine writes at the end of each busy period.
 
@@ -253,96 +277,38 @@ class BusyColumns:
 
     # `spans` optional: unpickled, a compiled class is made by calling it with no argument.
     def __init__(self, spans: list[Any] | None = None) -> None:
+        super().__init__()
         self.spans: list[Any] = [] if spans is None else spans
         self.series_id: dict[tuple[str, Any, Any], int] = {}
         self.tracks: list[str] = []
         self.pools: list[Any] = []
         self.gpus: list[Any] = []
-        self.series: array[int] = array("I")
         self.at: array[int] = array("q")
         self.t0: array[float] = array("d")
         self.t1: array[float] = array("d")
         self.requests: array[int] = array("q")
         self.tokens: array[int] = array("q")
-        self.tag: array[int] = array("B")
-        self.kept: dict[int, tuple[Any, Any, Any, Any]] = {}
-        # Rows not yet in the arrays (Any: compiled, the caller's objects are kept, not
-        # unboxed and boxed anew).
-        self._series: list[Any] = []
+        # Rows not yet in the arrays, beside `_series` and `_tag` (Any: compiled, the
+        # caller's objects are kept, not unboxed and boxed anew).
         self._at: list[int] = []
         self._t0: list[Any] = []
         self._t1: list[Any] = []
         self._requests: list[Any] = []
         self._tokens: list[Any] = []
-        self._tag: list[int] = []
-        self._packed: list[list[bytes]] = []  # as `CounterColumns._packed`
-        self._n_packed = 0
 
-    def __len__(self) -> int:
-        return len(self.series) + self._n_packed + len(self._tag)
+    def _columns(self) -> tuple[str, list[array[Any]], list[list[Any]]]:
+        return ("IqddqqB",
+                [self.series, self.at, self.t0, self.t1, self.requests, self.tokens, self.tag],
+                [self._series, self._at, self._t0, self._t1, self._requests, self._tokens,
+                 self._tag])
 
-    def _pack(self) -> None:
-        """Pack the rows waiting in the lists into a batch of bytes."""
-        n = len(self._tag)
-        if n:
-            self._packed.append([
-                pack(f"{n}I", *self._series), pack(f"{n}q", *self._at),
-                pack(f"{n}d", *self._t0), pack(f"{n}d", *self._t1),
-                pack(f"{n}q", *self._requests), pack(f"{n}q", *self._tokens),
-                bytes(self._tag)])
-            self._n_packed += n
-            self._drop_pending()
-
-    def flush(self) -> None:
-        """Move every row waiting into the arrays."""
-        self._pack()
-        if self._packed:
-            _unpack([self.series, self.at, self.t0, self.t1, self.requests, self.tokens,
-                     self.tag], self._packed)
-            self._n_packed = 0
-
-    def _drop_pending(self) -> None:
-        self._series.clear()
-        self._at.clear()
-        self._t0.clear()
-        self._t1.clear()
-        self._requests.clear()
-        self._tokens.clear()
-        self._tag.clear()
-
-    def __getstate__(self) -> dict[str, Any]:
-        self.flush()
-        return {"spans": self.spans, "series_id": self.series_id, "tracks": self.tracks,
-                "pools": self.pools, "gpus": self.gpus, "series": self.series,
-                "at": self.at, "t0": self.t0, "t1": self.t1, "requests": self.requests,
-                "tokens": self.tokens, "tag": self.tag, "kept": self.kept}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.spans = state["spans"]
-        self.series_id = state["series_id"]
-        self.tracks = state["tracks"]
-        self.pools = state["pools"]
-        self.gpus = state["gpus"]
-        self.series = state["series"]
-        self.at = state["at"]
-        self.t0 = state["t0"]
-        self.t1 = state["t1"]
-        self.requests = state["requests"]
-        self.tokens = state["tokens"]
-        self.tag = state["tag"]
-        self.kept = state["kept"]
-        self._series, self._at, self._t0, self._t1 = [], [], [], []
-        self._requests, self._tokens, self._tag = [], [], []
-        self._packed, self._n_packed = [], 0
+    def _state_fields(self) -> tuple[str, ...]:
+        return ("spans", "series_id", "tracks", "pools", "gpus", "series", "at", "t0", "t1",
+                "requests", "tokens", "tag", "kept")
 
     def clear(self) -> None:
         """No rows (the series stay: writers hold their ids)."""
-        del self.series[:], self.at[:], self.t0[:], self.t1[:]
-        del self.requests[:], self.tokens[:], self.tag[:]
-        self.kept.clear()
-        self._drop_pending()
-        self._packed.clear()
-        self._n_packed = 0
+        self._drop_records()
 
     def series_of(self, track: str, pool: Any, gpus: Any) -> int:
         """The id of the writer on `track` with attributes `pool` and `gpus`."""
