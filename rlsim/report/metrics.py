@@ -242,8 +242,8 @@ class BusyTime(NamedTuple):
 
 
 _BUSY_CHUNK = 1 << 16
-"""Busy spans summed a chunk at a time: the Python floats of a whole run's (25,000 a step at
-1,024 GPUs) would add to the run's peak memory."""
+"""Busy spans summed a chunk at a time: the arrays and Python floats of a whole run's
+(23,500 a step at 1,024 GPUs) would be the process's peak memory."""
 
 
 def busy_time(spans: Iterable[Span], windows: list[tuple[float, float]],
@@ -266,55 +266,92 @@ def busy_time(spans: Iterable[Span], windows: list[tuple[float, float]],
     codes: defaultdict[str, int] = defaultdict()
     codes.default_factory = codes.__len__  # a new pool's code: the pools seen before it
     # map() over itemgetters keeps each pass in C (as report.columns does).
-    pool = np.fromiter(map(codes.__getitem__, map(str, map(itemgetter("pool"), attrs))),
-                       dtype=np.int64, count=n)
-    gpus = np.fromiter(map(float, map(itemgetter("gpus"), attrs)), dtype=np.float64, count=n)
-    t0 = np.fromiter(map(_T0, rows), dtype=np.float64, count=n)
-    t1 = np.fromiter(map(_T1, rows), dtype=np.float64, count=n)
+    listed = _BusyRows(
+        np.fromiter(map(codes.__getitem__, map(str, map(itemgetter("pool"), attrs))),
+                    dtype=np.int64, count=n),
+        np.fromiter(map(float, map(itemgetter("gpus"), attrs)), dtype=np.float64, count=n),
+        np.fromiter(map(_T0, rows), dtype=np.float64, count=n),
+        np.fromiter(map(_T1, rows), dtype=np.float64, count=n))
     rollout = map(rollout_track.__getitem__, map(_TRACK, rows))
     tokens = sum(map(int, map(dict.get, compress(attrs, rollout), repeat("tokens"), repeat(0))))
-    if columns is not None and len(columns):
-        c = _BusyArrays(columns, codes, rollout_track)
-        tokens += c.rollout_tokens
-        # Each span before the rows recorded after it.
-        before = np.searchsorted(c.at, np.asarray(where, dtype=np.int64), side="right")
-        pool = np.insert(c.pool, before, pool)
-        gpus = np.insert(c.gpus, before, gpus)
-        t0 = np.insert(c.t0, before, t0)
-        t1 = np.insert(c.t1, before, t1)
     whole: dict[str, float] = {}
     within: list[dict[str, float]] = [{} for _ in windows]
-    for a in range(0, len(pool), chunk):
-        part = slice(a, a + chunk)
-        p, g, s0, s1 = pool[part], gpus[part], t0[part], t1[part]
-        in_pool = [(name, p == code) for name, code in codes.items()]
-        _add_per_pool(whole, in_pool, (s1 - s0) * g, None)
+
+    def add(part: _BusyRows) -> None:
+        in_pool = [(name, part.pool == code) for name, code in codes.items()]
+        _add_per_pool(whole, in_pool, (part.t1 - part.t0) * part.gpus, None)
         for (w0, w1), out in zip(windows, within, strict=True):
-            overlap = np.minimum(s1, w1) - np.maximum(s0, w0)
-            _add_per_pool(out, in_pool, overlap * g, overlap > 0)
+            overlap = np.minimum(part.t1, w1) - np.maximum(part.t0, w0)
+            _add_per_pool(out, in_pool, overlap * part.gpus, overlap > 0)
+
+    if columns is None or not len(columns):
+        for a in range(0, n, chunk):
+            add(listed.rows(slice(a, a + chunk)))
+        return BusyTime(whole, within, tokens)
+    cols = _BusyArrays(columns, codes, rollout_track)
+    # Each listed span goes before the rows recorded after it: with the chunk of rows that
+    # holds the first of them, or after the last chunk.
+    before = np.searchsorted(cols.at, np.asarray(where, dtype=np.int64), side="right")
+    taken = 0  # listed spans added so far
+    total = len(cols.at)
+    for a in range(0, total, chunk):
+        b = min(a + chunk, total)
+        upto = n if b == total else int(np.searchsorted(before, b, side="left"))
+        part = cols.rows(slice(a, b))
+        tokens += part.tokens
+        add(part.merged(listed.rows(slice(taken, upto)), before[taken:upto] - a))
+        taken = upto
     return BusyTime(whole, within, tokens)
 
 
+class _BusyRows(NamedTuple):
+    """Busy spans as arrays: pool code, GPUs, start and end; `tokens`, those generated on
+    rollout tracks (0 where not counted)."""
+
+    pool: np.ndarray
+    gpus: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    tokens: int = 0
+
+    def rows(self, part: slice) -> _BusyRows:
+        return _BusyRows(self.pool[part], self.gpus[part], self.t0[part], self.t1[part])
+
+    def merged(self, other: _BusyRows, before: np.ndarray) -> _BusyRows:
+        """These rows with `other`'s, each inserted before the row at its `before`."""
+        if not len(before):
+            return self
+        pool, gpus, t0, t1 = (np.insert(mine, before, theirs) for mine, theirs
+                              in zip(self[:4], other[:4], strict=True))
+        return _BusyRows(pool, gpus, t0, t1, self.tokens)
+
+
 class _BusyArrays:
-    """`BusyColumns` as numpy arrays: each row's pool code (in `codes`), GPUs, start and end
-    (floats), where it was recorded (`at`), and the tokens of the rows on rollout tracks."""
+    """`BusyColumns` read as numpy arrays (views where they can be): per row its series,
+    where it was recorded (`at`), start, end and tokens; per series its pool code (in
+    `codes`), GPUs and whether its track is a rollout engine's."""
 
     def __init__(self, cols: BusyColumns, codes: dict[str, int],
                  rollout_track: _Prefixed) -> None:
         cols.flush()
-        series = np.frombuffer(cols.series, dtype=np.uintc)
+        self.series = np.frombuffer(cols.series, dtype=np.uintc)
         self.at = np.frombuffer(cols.at, dtype=np.longlong)
-        self.pool = np.array([codes[str(p)] for p in cols.pools], dtype=np.int64)[series]
-        self.gpus = np.array([float(g) for g in cols.gpus], dtype=np.float64)[series]
         self.t0 = np.frombuffer(cols.t0, dtype=np.float64)
         self.t1 = np.frombuffer(cols.t1, dtype=np.float64)
-        tokens = np.frombuffer(cols.tokens, dtype=np.longlong)
-        rollout = np.array([rollout_track[t] for t in cols.tracks], dtype=bool)[series]
+        self.tokens = np.frombuffer(cols.tokens, dtype=np.longlong)
+        self.pool = np.array([codes[str(p)] for p in cols.pools], dtype=np.int64)
+        self.gpus = np.array([float(g) for g in cols.gpus], dtype=np.float64)
+        self.rollout = np.array([rollout_track[t] for t in cols.tracks], dtype=bool)
         if cols.kept:  # rows as recorded, where the arrays hold placeholders
-            self.t0, self.t1, tokens = self.t0.copy(), self.t1.copy(), tokens.astype(object)
+            self.t0, self.t1, self.tokens = (self.t0.copy(), self.t1.copy(),
+                                             self.tokens.astype(object))
             for i, (k0, k1, _, k) in cols.kept.items():
-                self.t0[i], self.t1[i], tokens[i] = float(k0), float(k1), int(k)
-        self.rollout_tokens = int(sum(tokens[rollout].tolist()))
+                self.t0[i], self.t1[i], self.tokens[i] = float(k0), float(k1), int(k)
+
+    def rows(self, part: slice) -> _BusyRows:
+        series = self.series[part]
+        return _BusyRows(self.pool[series], self.gpus[series], self.t0[part], self.t1[part],
+                         int(sum(self.tokens[part][self.rollout[series]].tolist())))
 
 
 _TRACK, _NAME, _T0, _T1, _ATTRS = map(itemgetter, range(5))  # a Span's fields
