@@ -367,7 +367,7 @@ class _AsyncRun:
             scorer.judging.pop(s.rid).callbacks.append(
                 lambda _e: self._scored(s, sample, attempt))
         else:
-            self.timers.call_in(max(0.0, end - self.env.now), self._reward_done,
+            self.timers.call_in(max(0.0, end - self.timers.now()), self._reward_done,
                                 (s, sample, attempt))
 
     def _reward_done(self, job: tuple[_Slot, Sample, int]) -> None:
