@@ -31,8 +31,8 @@ class RewardPool:
         self.track = track
         self._free_at = [0.0] * workers  # heap of the times each worker becomes free
         self._open: list[float] | None = None  # submitted batch: [first submit, last end, n]
-        # The clock read natively: `env.now` is a property of the interpreted Environment,
-        # ~450 instructions a read, one per sample scored (issue 40).
+        # The clock read natively where a sample is scored (`submit`): `env.now` is a
+        # property of the interpreted Environment, a Python call a read (issue 40).
         self._timers = Timers.of(env)
 
     def completion_times(self, latencies_s: Sequence[float]) -> list[float]:
