@@ -81,7 +81,7 @@ golden-newest:
 COMPILED := $(VENV)/.compiled
 HOT_SRC := $(addprefix rlsim/,$(addsuffix .py,$(subst .,/,\
   $(shell sed -n 's/^    "rlsim\.\([a-z_.]*\)",$$/\1/p' rlsim/compiled.py))))
-$(COMPILED): $(STAMP) rlsim/compiled.py rlsim/_build.py $(HOT_SRC)
+$(COMPILED): $(STAMP) rlsim/compiled.py rlsim/_build.py rlsim/_arenas.c $(HOT_SRC)
 	$(BIN)/python -m rlsim._build
 	touch $(COMPILED)
 

@@ -5,7 +5,8 @@ and mypyc's shared library as rlsim/_hot__mypyc.*.so, then the manifest rlsim/_c
 that tells rlsim the build matches the sources. It never fails the setup: without a C
 compiler or mypyc, or when the compile fails, it removes what it wrote, prints one line
 saying the pure-Python modules are used, and exits 0. `--clean` only removes the artefacts;
-`--status` says whether this process runs the compiled modules, and why.
+`--status` says whether this process runs the compiled modules, and why, and whether runs
+put pymalloc's arenas on huge pages (rlsim/heap.py).
 The compiler's output goes to build/mypyc/build.log.
 
 C is compiled with -ffp-contract=off: a compiler that fuses a*b+c into one FMA rounds once
@@ -15,6 +16,7 @@ bit (x86-64's default target has no FMA; aarch64's has).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import json
 import os
@@ -27,6 +29,10 @@ import time
 from pathlib import Path
 
 from rlsim.compiled import GROUP, HOT_MODULES, MANIFEST, PACKAGE_DIR, source_hashes, source_path
+
+# Hand-written C extensions built beside the hot modules, by source file: rlsim._arenas
+# puts pymalloc's arenas on huge pages (rlsim/heap.py).
+C_SOURCES: tuple[str, ...] = ("_arenas.c",)
 
 ROOT = PACKAGE_DIR.parent
 BUILD_DIR = ROOT / "build" / "mypyc"
@@ -43,7 +49,8 @@ _LINKAGE_FLAGS = " -fno-semantic-interposition -fno-plt" if sys.platform.startsw
 def extensions(suffix: str) -> list[Path]:
     """The extension modules a build writes into the package, with file suffix `suffix`."""
     return ([source_path(m).with_suffix(suffix) for m in HOT_MODULES]
-            + [PACKAGE_DIR / f"{GROUP.split('.')[-1]}__mypyc{suffix}"])
+            + [PACKAGE_DIR / f"{GROUP.split('.')[-1]}__mypyc{suffix}"]
+            + [(PACKAGE_DIR / c).with_suffix(suffix) for c in C_SOURCES])
 
 
 def clean() -> None:
@@ -65,13 +72,15 @@ def _compiler() -> str | None:
 def _inner() -> None:
     """The compile itself (a child process, its output in the log)."""
     from mypyc.build import mypycify
-    from setuptools import setup
+    from setuptools import Extension, setup
 
     paths = [str(source_path(m).relative_to(ROOT)) for m in HOT_MODULES]
     # mypy's cache of its own (not .mypy_cache): `make test` runs mypy beside this build
     cache = str((BUILD_DIR / "mypy_cache").relative_to(ROOT))
     ext = mypycify(["--cache-dir", cache, *paths], group_name=GROUP, opt_level="3",
                    debug_level="0", target_dir=str(BUILD_DIR.relative_to(ROOT)))
+    ext += [Extension(f"rlsim.{Path(c).stem}", [str((PACKAGE_DIR / c).relative_to(ROOT))],
+                      extra_compile_args=["-O2"]) for c in C_SOURCES]
     setup(name="rlsim-compiled", ext_modules=ext,
           # --force: setuptools skips a compile whose C source is unchanged, which would
           # keep objects built with other flags (the Makefile runs this only when a hot
@@ -90,6 +99,10 @@ def _status() -> int:
     hot = [m for m in compiled.loaded() if m in HOT_MODULES]
     print(f"rlsim compiled hot path: {compiled.status()['reason']}; "
           f"{len(hot)} of {len(HOT_MODULES)} hot modules loaded compiled")
+    from rlsim import heap
+
+    heap.use_huge_pages()
+    print(f"rlsim huge-page arenas (rlsim/heap.py): {heap.status()['reason']}")
     return 0
 
 
@@ -116,6 +129,8 @@ def build() -> int:
     env["CFLAGS"] = (env.get("CFLAGS", "") + " -ffp-contract=off" + _LINKAGE_FLAGS).strip()
     env.pop("RLSIM_PURE_PYTHON", None)
     hashes = source_hashes()  # what is compiled: a source edited meanwhile reads as stale
+    c_hashes = {c: hashlib.sha256((PACKAGE_DIR / c).read_bytes()).hexdigest()
+                for c in C_SOURCES}
     t0 = time.perf_counter()
     with LOG.open("w") as log:
         proc = subprocess.run([sys.executable, "-m", "rlsim._build", "--inner"], cwd=ROOT,
@@ -129,8 +144,10 @@ def build() -> int:
               f"{FALLBACK}")
         return 0
     MANIFEST.write_text(json.dumps({"group": GROUP, "sources": hashes,
+                                    "c_sources": c_hashes,
                                     "python": sys.version.split()[0]}, indent=1) + "\n")
-    print(f"rlsim: compiled {len(HOT_MODULES)} hot modules with mypyc in {wall_s:.0f} s "
+    print(f"rlsim: compiled {len(HOT_MODULES)} hot modules with mypyc and "
+          f"{', '.join(C_SOURCES)} in {wall_s:.0f} s "
           "(RLSIM_PURE_PYTHON=1 runs the pure-Python ones)")
     return 0
 

@@ -27,6 +27,7 @@ from rlsim.config.loading import FILE_KEYS, rebase_paths
 from rlsim.config.regime import recorded_warning
 from rlsim.config.scenario import Scenario
 from rlsim.entities.cluster import build_cluster
+from rlsim.heap import use_huge_pages
 from rlsim.policies import Phases, registry
 from rlsim.policies.phases import Progress
 from rlsim.prepare import PreparedJob, prepare, prepare_file
@@ -57,6 +58,7 @@ def simulate(job: Scenario | PreparedJob, base_dir: Path | None = None,
     `base_dir`), which goes through the prepare step first (rlsim/prepare.py): a job that
     cannot run raises its ScenarioError before anything is built."""
     wall0 = time.perf_counter()
+    use_huge_pages()  # where the run's objects live, not what it computes (rlsim/heap.py)
     if not isinstance(job, PreparedJob):
         job = prepare(job, base_dir)
     scenario, base = job.scenario, job.base_dir

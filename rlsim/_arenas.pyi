@@ -1,0 +1,6 @@
+"""Types of the C extension rlsim/_arenas.c (pymalloc's arenas on huge pages)."""
+
+from typing import Any
+
+def install() -> bool: ...
+def stats() -> dict[str, Any]: ...
