@@ -115,6 +115,7 @@ def test_a_stale_or_missing_build_is_not_loaded(monkeypatch: pytest.MonkeyPatch,
     source = tmp_path / "_arenas.c"
     source.write_text("/* edited after the build */\n")
     digest = hashlib.sha256(b"/* as built */\n").hexdigest()
+    monkeypatch.delenv(compiled.PURE_ENV, raising=False)  # make test-notorch sets it
     monkeypatch.setattr(heap, "SOURCE", source)
     monkeypatch.setattr(heap, "manifest", lambda: {"c_sources": {"_arenas.c": digest}})
     ext, why = heap._extension()
