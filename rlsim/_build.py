@@ -16,7 +16,6 @@ bit (x86-64's default target has no FMA; aarch64's has).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import json
 import os
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 from rlsim.compiled import GROUP, HOT_MODULES, MANIFEST, PACKAGE_DIR, source_hashes, source_path
+from rlsim.config.loading import file_sha256
 
 # Hand-written C extensions built beside the hot modules, by source file: rlsim._arenas
 # puts pymalloc's arenas on huge pages (rlsim/heap.py).
@@ -129,8 +129,7 @@ def build() -> int:
     env["CFLAGS"] = (env.get("CFLAGS", "") + " -ffp-contract=off" + _LINKAGE_FLAGS).strip()
     env.pop("RLSIM_PURE_PYTHON", None)
     hashes = source_hashes()  # what is compiled: a source edited meanwhile reads as stale
-    c_hashes = {c: hashlib.sha256((PACKAGE_DIR / c).read_bytes()).hexdigest()
-                for c in C_SOURCES}
+    c_hashes = {c: file_sha256(PACKAGE_DIR / c) for c in C_SOURCES}
     t0 = time.perf_counter()
     with LOG.open("w") as log:
         proc = subprocess.run([sys.executable, "-m", "rlsim._build", "--inner"], cwd=ROOT,

@@ -16,11 +16,11 @@ transparent huge pages in the kernel, runs are as before.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
 from rlsim.compiled import MANIFEST, PACKAGE_DIR, PURE_ENV, manifest, pure_requested
+from rlsim.config.loading import file_sha256
 
 ENV = "RLSIM_HUGE_PAGES"
 """Set to 0 (or off, false, no): pymalloc's arenas stay where CPython puts them."""
@@ -45,7 +45,7 @@ def _extension() -> tuple[Any, str]:
     if want is None:
         return None, "not built (make setup compiles it when a C compiler is present)"
     try:
-        have = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+        have = file_sha256(SOURCE)
     except OSError:
         have = None
     if have != want:
