@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +10,7 @@ import simpy
 
 from rlsim.entities.engine import Request, RolloutEngine
 from rlsim.entities.env import EnvPool
-from rlsim.entities.rollout import Rollout, RolloutJob, Sample
+from rlsim.entities.rollout import Rollout, RolloutJob, Sample, pack_turns
 from rlsim.trace import Recorder
 from rlsim.workload import Turn
 from rlsim.workload.groups import Turns
@@ -280,3 +281,27 @@ def test_a_rollout_runs_the_same_turns_from_a_tuple_or_columns(turns):
     assert submitted[1].t_submit - submitted[0].t_finish == pytest.approx(2.0)
     assert submitted[2].t_submit - submitted[1].t_finish == pytest.approx(1.5)
     assert len(done) == 1 and done[0].response_tokens == 72 and done[0].observation_tokens == 12
+
+
+def test_a_rollouts_turns_are_packed_a_row_a_turn():
+    """What a turn reads (`Rollout._cols`): per turn its response and observation tokens
+    (int32) and its environment step's seconds (the same float64), little-endian."""
+    cols = Turns.of(TURNS)
+    packed = pack_turns(cols.response_tokens, cols.obs_tokens, cols.env_s)
+    assert packed == b"".join(struct.pack("<iid", t.response_tokens, t.obs_tokens, t.env_s)
+                              for t in TURNS)
+    job, _ = _job()
+    assert Rollout(job, 1, 100, 72, TURNS)._cols == packed
+    assert Rollout(job, 2, 100, 30)._cols == b""  # single-turn: the response length alone
+    # An env_s that is not a short decimal is kept to the last bit.
+    odd = Turns((3, 4), (0.1 + 0.2, 0.0), (5, 0))
+    assert struct.unpack_from("<d", pack_turns(odd.response_tokens, odd.obs_tokens,
+                                               odd.env_s), 8) == (0.1 + 0.2,)
+
+
+@pytest.mark.parametrize("turn", [Turn(2**31, 1.0, 3), Turn(5, 1.0, -1)],
+                         ids=["response past int32", "negative observation"])
+def test_token_counts_outside_int32_are_refused_with_the_counts_named(turn):
+    job, _ = _job()
+    with pytest.raises(ValueError, match=r"token counts must lie in \[0, 2\*\*31\)"):
+        Rollout(job, 1, 100, 72, (turn, Turn(10)))
