@@ -14,8 +14,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from heapq import heappush
-from operator import itemgetter
-from typing import Any, ClassVar
+from operator import attrgetter
+from typing import Any, ClassVar, final
 
 import simpy
 from mypy_extensions import i64, mypyc_attr
@@ -24,7 +24,7 @@ from simpy.events import NORMAL
 
 from rlsim.entities.calendar import PER_S, Calendar
 
-_TIME = itemgetter(0)  # a timer's time: the sort key of a bucket
+_TIME = attrgetter("tf")  # a timer's time: the sort key of a bucket
 
 
 class EventIds:
@@ -37,17 +37,19 @@ class EventIds:
     def __init__(self, start: int) -> None:
         self.n = start
 
-    def take(self) -> Any:
-        """The next number (Any: boxed once, as the tuples that hold it keep it)."""
-        n = self.n
+    def take(self) -> i64:
+        """The next number, unboxed: a timer keeps it as a field."""
+        n: i64 = self.n
         self.n = n + 1
         return n
 
     def __iter__(self) -> EventIds:
         return self
 
-    def __next__(self) -> Any:
-        return self.take()
+    def __next__(self) -> Any:  # Any: compiled, a slot that returns an object
+        n: Any = self.n
+        self.n = n + 1
+        return n
 
 
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (the engine's do).
@@ -63,10 +65,30 @@ class TimerTarget:
 
 # What a timer runs: `fn(arg)`, or `fn.on_timer(arg)` for a TimerTarget.
 Callback = Callable[[Any], None] | TimerTarget
-# A timer: (time, sequence number, fn, arg). The sequence number is the int object SimPy's
-# counter gave, typed Any: compiled, an `int` in a tuple is unboxed when read and boxed
-# again when stored, a new int object each time (issue 40: two per timer).
-_Timer = tuple[SimTime, Any, Callback, Any]
+
+
+@final
+class _Timer:
+    """A timer: `fn(arg)` at time `tf`, sequence number `eid`. One object with its numbers
+    unboxed (compiled), where a (time, number, fn, arg) tuple held a float and an int object
+    besides: at 1,024 GPUs a timer waits while ~17,000 trajectories go on, so all three were
+    out of the caches when its bucket was sorted, when it ran and when it was freed (issue
+    40). `t` is the time as given when it is not a float (SimPy's clock keeps an int as an
+    int: records keep the type they were given), else None."""
+
+    __slots__ = ("arg", "eid", "fn", "t", "tf")
+
+    def __init__(self, tf: float, t: SimTime | None, eid: i64, fn: Callback, arg: Any) -> None:
+        self.tf = tf
+        self.eid = eid
+        self.t = t
+        self.fn = fn
+        self.arg = arg
+
+    def time(self) -> SimTime:
+        """The time as given (a float unless an int was)."""
+        t = self.t
+        return self.tf if t is None else t
 
 
 class Timers(Calendar):
@@ -161,18 +183,19 @@ class Timers(Calendar):
             self.call_in_s(delay, fn, arg)
             return
         t = (self._t if self._draining else self.env._now) + delay
-        self._put(t, float(t), fn, arg)
+        self._put(None if isinstance(t, float) else t, float(t), fn, arg)
 
     def call_in_s(self, delay_s: float, fn: Callback, arg: Any = None) -> None:
         """`call_in` with a float delay: a compiled caller passes it unboxed (issue 40: the
         engines' and the environment pool's timers)."""
         tf = (self._tf if self._draining else self.now_s()) + delay_s
-        self._put(tf, tf, fn, arg)
+        self._put(None, tf, fn, arg)
 
-    def _put(self, t: SimTime, tf: float, fn: Callback, arg: Any) -> None:
-        """File the timer `fn(arg)` at time `t` (`tf`: the same as a float, compared and
-        bucketed natively)."""
+    def _put(self, t: SimTime | None, tf: float, fn: Callback, arg: Any) -> None:
+        """File the timer `fn(arg)` at time `tf` (`t`: the time as given if not a float,
+        else None)."""
         eid = self._eids.take()
+        timer = _Timer(tf, t, eid, fn, arg)
         bucket: i64 = int(tf * PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
@@ -182,23 +205,22 @@ class Timers(Calendar):
             hi: i64 = len(cur)
             while lo < hi:
                 mid = (lo + hi) >> 1
-                mid_t: float = cur[mid][0]
-                if tf < mid_t:
+                if tf < cur[mid].tf:
                     hi = mid
                 else:
                     lo = mid + 1
-            cur.insert(lo, (t, eid, fn, arg))
+            cur.insert(lo, timer)
         else:
-            self._file(bucket, (t, eid, fn, arg))
+            self._file(bucket, timer)
         if self._draining:
             return  # the drain in progress runs it, or queues a driver for it
         first = self._first
         if first is None:
-            self._drive(t, eid)
+            self._drive(timer.time(), eid)
             return
         first_t: float = first[0]
         if tf < first_t:
-            self._drive(t, eid)
+            self._drive(timer.time(), eid)
 
     def _next_bucket(self) -> bool:
         """Make the next bucket the one in progress (when it is done); False if none."""
@@ -208,7 +230,7 @@ class Timers(Calendar):
         # By time alone, a stable sort: timers of equal time stay in the order they were
         # added, which is their sequence numbers' (a bucket's list only ever grows at its
         # end, and one far when its first timer came took no near timer before it), so
-        # the order is (time, sequence number) without comparing tuples (issue 40). A timer
+        # the order is (time, sequence number) without comparing numbers (issue 40). A timer
         # added to the bucket in progress has the newest number: `call_in` puts it after
         # those of equal time.
         if len(cur) > 1:  # most hold a few: a call with a key is ~300 instructions
@@ -229,10 +251,10 @@ class Timers(Calendar):
         heappush(self.env._queue, (t, NORMAL, eid, driver))
 
     def _drain(self, driver: simpy.Event) -> None:
-        eid = driver._value
-        self._driven.discard(eid)
+        key = driver._value
+        self._driven.discard(key)
         first = self._first
-        if first is not None and first[1] == eid:
+        if first is not None and first[1] == key:
             self._first = None
         queue = self.env._queue
         env_attrs = self._env_attrs
@@ -249,8 +271,9 @@ class Timers(Calendar):
                         break
                     cur = self._cur
                     pos = 0
-                t, eid, fn, arg = cur[pos]
-                tf: float = t
+                timer = cur[pos]
+                tf = timer.tf
+                eid = timer.eid
                 if queue:
                     if len(queue) != queued:
                         queued = len(queue)
@@ -259,17 +282,20 @@ class Timers(Calendar):
                     if qt < tf or (qt == tf and (qp < NORMAL or qe < eid)):
                         break
                 self._pos = pos + 1  # before the callback: a timer it adds goes after
+                t = timer.time()
                 self._t = t
                 env_attrs["_now"] = t  # `env._now = t`
                 self._tf = tf
+                fn = timer.fn
                 if isinstance(fn, TimerTarget):
-                    fn.on_timer(arg)
+                    fn.on_timer(timer.arg)
                 else:
-                    fn(arg)
+                    fn(timer.arg)
         finally:
             self._draining = False
         if self._pos < len(self._cur) or self._next_bucket():
-            t, eid = self._cur[self._pos][0], self._cur[self._pos][1]
+            timer = self._cur[self._pos]
+            t, n = timer.time(), timer.eid
             first = self._first
-            if first is None or (t, eid) < first:
-                self._drive(t, eid)
+            if first is None or (t, n) < first:
+                self._drive(t, n)
