@@ -252,7 +252,7 @@ class RolloutJob:
 # Compiled (rlsim/compiled.py), the class still takes Python subclasses (a plug-in's; the
 # async policy's `_Slot` is compiled too).
 @mypyc_attr(allow_interpreted_subclasses=True)
-class Rollout:
+class Rollout(TimerTarget):
     """One sample's life: its attempts, turns, context, requests and outcome.
 
     Single-turn: `turns` is None and the one turn generates `response_tokens`. Multi-turn:
@@ -487,6 +487,13 @@ class Rollout:
         """The environment step after the current turn has run: the next turn."""
         _step_done(self)
 
+    def on_timer(self, arg: Any) -> None:
+        """The environment step of attempt `arg` (`_env_step`) has run: the next turn, if
+        the attempt goes on. The drain calls it natively (a TimerTarget)."""
+        attempt: i64 = arg
+        if attempt == self.attempt and _alive(self):
+            _step_done(self)
+
     def rewind(self, turn: int, delay_s: float) -> None:
         """Go back to the start of turn `turn` (its context as it was then: a restored
         snapshot, or the prompt for 0) and submit it after `delay_s` on the env pool (the
@@ -613,16 +620,10 @@ def _env_step(r: Rollout) -> None:
         r.faults.env_step(r)
         return
     assert r.turns is not None
-    r._pool.run_then(r._env_now, _ENV_DONE, (r, r.attempt))
-
-
-def _env_done(job: tuple[Rollout, int]) -> None:
-    """The environment step of attempt `job[1]` has run: the next turn, if the attempt
-    goes on. A (rollout, attempt) pair, not a bound method: no attribute lookup through
-    the subclass per step."""
-    r, attempt = job
-    if attempt == r.attempt and _alive(r):
-        _step_done(r)
+    # The rollout is the timer's target and the attempt its argument (`on_timer`): no
+    # (rollout, attempt) tuple a step, made now and freed out of the caches when the step
+    # ends (issue 40); a small int is not made either.
+    r._pool.run_then(r._env_now, r, r.attempt)
 
 
 def _step_done(r: Rollout) -> None:
@@ -675,13 +676,3 @@ class _TurnDone(DoneTarget):
 
 _TURN_DONE: Final = _TurnDone()
 
-
-class _EnvDone(TimerTarget):
-    """`_env_done` as a timer's target: the drain calls it natively, where a function is
-    called through the generic protocol with its argument parsed (issue 40: one a turn)."""
-
-    def on_timer(self, arg: Any) -> None:
-        _env_done(arg)
-
-
-_ENV_DONE: Final = _EnvDone()

@@ -59,6 +59,8 @@ class TimerTarget:
     calls it directly; a bound method is called through the generic protocol, its
     arguments parsed at each call (issue 40: ~200 instructions per engine segment end)."""
 
+    __slots__ = ()  # none: a subclass (Rollout) names its own, a __dict__ among them
+
     def on_timer(self, arg: Any) -> None:
         raise NotImplementedError
 
