@@ -102,8 +102,9 @@ class Timers(Calendar):
     same order (time, then normal priority, then creation). A SimPy event (the driver),
     queued under the key of the earliest timer, runs the timers one after another, setting
     the clock, as long as none of SimPy's own events comes first. A timer thus costs a
-    tuple in a heap instead of an event object, a scheduling call and a trip through
-    `Environment.step`; a timer no longer wanted stays put and its callback ignores it.
+    small object in a calendar instead of an event object, a scheduling call and a trip
+    through `Environment.step`; a timer no longer wanted stays put and its callback
+    ignores it.
     Uses SimPy's internal queue, event counter and clock (tests/entities/test_engine.py
     checks the interleaving against real timeouts).
 
