@@ -279,7 +279,7 @@ class Rollout(TimerTarget):
 
     # Compiled, the fields lie in memory in the order declared here, then in the order
     # `__init__` first sets the rest: a turn's steps (`_turn_done`, `_env_step`,
-    # `_env_done`, `_submit`) read the first ones, in about three cache lines where they
+    # `on_timer`, `_submit`) read the first ones, in about three cache lines where they
     # were spread over five; the two flags come first, in the padding after mypyc's bitmap
     # of set fields. At 1,024 GPUs a rollout is out of the CPU's caches at each of its
     # turns, ~17,000 trajectories being in flight (issue 40). Set by `start` (read only
