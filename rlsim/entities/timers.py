@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable
 from heapq import heappush
 from operator import attrgetter
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Final, final
 
 import simpy
 from mypy_extensions import i64, mypyc_attr
@@ -67,6 +67,20 @@ class TimerTarget:
 
 # What a timer runs: `fn(arg)`, or `fn.on_timer(arg)` for a TimerTarget.
 Callback = Callable[[Any], None] | TimerTarget
+
+
+class _Spent(TimerTarget):
+    """What a spare timer (`Timers._spare`) holds instead of its callback: it keeps nothing
+    alive, and is never run."""
+
+    def on_timer(self, arg: Any) -> None:
+        raise AssertionError("a spare timer ran")
+
+
+_SPENT: Final = _Spent()
+# Spare timers kept for reuse at most (a bucket holds ~50-100; a burst beyond this many
+# is freed, not kept).
+_SPARE_MAX: Final = 4096
 
 
 @final
@@ -151,6 +165,12 @@ class Timers(Calendar):
         # would turn the clock's int 0 into 0.0, and records keep the type they were given.
         self._cur: list[_Timer] = []
         self._pos: i64 = 0
+        # Timers that have run, reused by the next ones filed, the last one first: at
+        # 1,024 GPUs a timer freed after its bucket's turn was out of the caches where the
+        # collector unlinks it and its pool takes it back (issue 40: ~2.6 misses a turn),
+        # and one made anew is too by the time its bucket comes. A spare one was touched
+        # when its bucket ran, just before.
+        self._spare: list[_Timer] = []
         self._driven: set[Any] = set()  # timers with a driver queued under their own key
         self._first: tuple[SimTime, Any] | None = None  # the earliest driver queued
         self._draining = False
@@ -198,7 +218,16 @@ class Timers(Calendar):
         """File the timer `fn(arg)` at time `tf` (`t`: the time as given if not a float,
         else None)."""
         eid = self._eids.take()
-        timer = _Timer(tf, t, eid, fn, arg)
+        spare = self._spare
+        if spare:
+            timer = spare.pop()
+            timer.tf = tf
+            timer.eid = eid
+            timer.t = t
+            timer.fn = fn
+            timer.arg = arg
+        else:
+            timer = _Timer(tf, t, eid, fn, arg)
         bucket: i64 = int(tf * PER_S)
         if bucket <= self._bucket:  # the bucket in progress: in its place after `_pos`
             # After those of equal time (`insort(cur, timer, pos, key=_TIME)`, written out:
@@ -226,10 +255,17 @@ class Timers(Calendar):
             self._drive(timer.time(), eid)
 
     def _next_bucket(self) -> bool:
-        """Make the next bucket the one in progress (when it is done); False if none."""
+        """Make the next bucket the one in progress (when it is done); False if none. The
+        timers of the one done (all run) become spares, holding nothing."""
         cur = self._next_items()
         if cur is None:
             return False
+        spare = self._spare
+        if len(spare) < _SPARE_MAX:
+            for timer in self._cur:
+                timer.fn = _SPENT
+                timer.arg = None
+                spare.append(timer)
         # By time alone, a stable sort: timers of equal time stay in the order they were
         # added, which is their sequence numbers' (a bucket's list only ever grows at its
         # end, and one far when its first timer came took no near timer before it), so
