@@ -420,6 +420,48 @@ def test_timers_number_events_on_from_where_simpy_stood():
     assert run(True) == run(False) == (4, [0.25, -0.25, 0.3, 0.5])
 
 
+def test_timers_that_ran_hold_nothing_and_are_reused():
+    """A timer that has run is kept as a spare for the next one filed: it lets go of its
+    callback and argument once its bucket is done (nothing stays alive through it), and
+    later timers reuse it rather than adding objects."""
+    import gc
+    import weakref
+
+    from rlsim.entities.timers import Timers, TimerTarget
+
+    class Target(TimerTarget):
+        def __init__(self) -> None:
+            self.runs = 0
+
+        def on_timer(self, arg: object) -> None:
+            self.runs += 1
+
+    class Payload:
+        pass
+
+    env = simpy.Environment()
+    timers = Timers.of(env)
+    target, payload = Target(), Payload()
+    for i in range(50):
+        timers.call_in(0.001 * i, target, payload)
+    env.run()
+    ref_target, ref_payload = weakref.ref(target), weakref.ref(payload)
+    del target, payload
+    # the last bucket stays the one in progress until a later one is filed
+    timers.call_in(1.0, lambda _a: None)
+    env.run()
+    gc.collect()
+    assert ref_target() is None and ref_payload() is None
+    spares = len(timers._spare)
+    assert spares >= 1
+    seen: list[float] = []
+    for i in range(spares):
+        timers.call_in(0.5 + 0.001 * i, lambda a: seen.append(a), float(i))
+    assert len(timers._spare) == 0  # every one filed took a spare
+    env.run()
+    assert seen == [float(i) for i in range(spares)]
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     reqs=st.lists(st.tuples(st.integers(1, 300), st.integers(2, 400)), min_size=2, max_size=30),
