@@ -54,21 +54,21 @@ if TYPE_CHECKING:
 _LOAD = attrgetter("n_requests")  # RolloutEngine.load, as a count
 LIVE = frozenset({"waiting", "prefill", "decode"})  # a request still on its engine
 OPEN = "open"  # `Rollout.state` while an attempt runs
-# Each rollout's number in its prefix-cache keys (`attempt << 40 | uid`): an engine's cache
-# keeps a finished context's key until it is evicted, and a key holding the rollout itself
-# kept every sample, its turns and its whole batch alive as long (issue 24: 2.5 M turns by
-# 20 steps of the 1,024-GPU async agentic benchmark). Keys are only compared, so the
-# numbering is free; one int, not a (uid, attempt) tuple, because an engine hashes and
-# compares it at every submit and finish, where a tuple's hash is computed afresh each time
-# (issue 40). Equal exactly when (uid, attempt) is, for fewer than 2**40 rollouts. The uid
-# in the low bits: an int hashes to itself and a dict probes by the low bits first, so
-# with the attempt there (`uid << 32 | attempt`, mostly 0) every key of a cache shared its
-# first ~7 probes, and a lookup walked the other entries (issue 40: ~300 instructions and
-# ~6 cache misses a lookup at 1,024 GPUs). Which keys are equal, and so every result, is the
-# same either way: a dict's order is its insertion order, whatever the hashes.
+# Each rollout's number (`uid`). Its prefix-cache key (`Request.cache_key`) is a bare
+# `object()` per attempt (`_submit`), equal only to itself:
+# - not the rollout: an engine's cache keeps a finished context's key until it is evicted,
+#   and a key holding the rollout kept every sample, its turns and its whole batch alive
+#   as long (issue 24: 2.5 M turns by 20 steps of the 1,024-GPU async agentic benchmark);
+# - not an int (`attempt << 40 | uid` until issue 40): an int is hashed from its digits, so
+#   every lookup read the key's object, out of the CPU's caches at 1,024 GPUs at each
+#   submit and finish; a bare object is hashed by its address, with no read;
+# - not an instance of a class of ours: such an object is tracked by the garbage collector,
+#   and so then is every cache holding one, each walked key by key at every collection
+#   (issue 40: +7.6 misses a turn, where a dict of ints or bare objects is left out).
+# Which keys are equal, and so every result, is the same either way: a dict's order is its
+# insertion order, whatever the hashes.
 _UIDS = count(1)
 ADMIT_ALWAYS: Final = 1 << 62  # `JobCounts.admit_from` that calls every `admit` hook
-_UID_BITS: Final = 40  # Final: compiled, a constant, not a globals lookup per turn
 # A multi-turn rollout's turns packed in one buffer (`Rollout._cols`), a row a turn: its
 # response tokens and observation tokens (int32, little-endian), then its environment
 # step's seconds (float64, the same float). At 1,024 GPUs ~17,000 trajectories are in
@@ -309,7 +309,7 @@ class Rollout(TimerTarget):
     _timers: Timers
     rid: i64
     first_rid: int
-    _key: int | None
+    _key: object | None
     _key_attempt: i64
     engine: RolloutEngine | None
     t_turn: float
@@ -356,8 +356,9 @@ class Rollout(TimerTarget):
         self.task = task
         self.keyed = keyed or last > 0
         self.uid = next(_UIDS)
-        # The prefix-cache key of attempt `_key_attempt` (`_submit`): one int object per
-        # attempt, so the engine's cache finds it by identity and no int is made per turn.
+        # The prefix-cache key of attempt `_key_attempt` (`_submit`): one object per
+        # attempt, made at its first keyed turn; the attempt is kept here too, so that a
+        # turn does not read the key's object to know it is current.
         self._key = None
         self._key_attempt = 0
         self.on_finish = on_finish
@@ -590,11 +591,11 @@ def _submit(r: Rollout, prefix: int) -> None:
         out = read_i32_le(cols, at)
         r._obs_now = i64(read_i32_le(cols, at + _OBS_AT))
         r._env_now = read_f64_le(cols, at + _ENV_AT)
-    key: int | None = None
+    key: object | None = None
     if r.keyed:
         key = r._key
         if key is None or r._key_attempt != r.attempt:
-            r._key = (r.attempt << _UID_BITS) | r.uid
+            r._key = object()
             r._key_attempt = r.attempt
             key = r._key
     req = Request(rid, r.context, out, prefix, _TURN_DONE, r, key)

@@ -103,6 +103,12 @@ def test_prefix_cache_key_is_per_attempt():
     job.env.run()
     keys = {q.cache_key for q in submitted}
     assert len(keys) == 1  # every turn extends the same context
+    (key,) = keys
+    # it holds nothing (an engine's cache keeps it), so the garbage collector leaves the
+    # caches of keys alone
+    import gc
+    assert gc.get_referents(key) == [] and not gc.is_tracked(key)
+    assert not gc.is_tracked(job.cluster.engines[0]._cache)
     engine = job.cluster.engines[0]
     assert engine.cache_hits == 2  # turns 1 and 2 prefill only their new tokens
     r.end("stale")
