@@ -163,11 +163,15 @@ FaultHooksFactory = Callable[["Rollout", tuple[int, int]], FaultHooks]
 class JobCounts:
     """The job's epoch and last request id, which every rollout reads and moves on at each
     turn: compiled, a field each (on the interpreted `RolloutJob` they were a dictionary
-    lookup and store per read and write). `RolloutJob.epoch` and `.rid` are these."""
+    lookup and store per read and write). `RolloutJob.epoch` and `.rid` are these. Also
+    the job's env pool and clock, which a turn calls: here rather than in each rollout,
+    whose fields a turn reads are fewer cache lines so (issue 40)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pool: EnvPool, timers: Timers) -> None:
         self.epoch: i64 = 0
         self.rid: i64 = 0
+        self.pool = pool
+        self.timers = timers
         # Attempts on weights of this version or newer are submitted without a call of
         # their `admit` hook: the policy that sets it vouches that its hook admits them
         # (the async policy's staleness check, an interpreted call a turn otherwise;
@@ -186,7 +190,7 @@ class RolloutJob:
         self.env = cluster.env
         self.env_pool = cluster.env_pool
         self.timers = Timers.of(self.env)  # the clock the rollouts read (`Timers.now`)
-        self.counts = JobCounts()
+        self.counts = JobCounts(self.env_pool, self.timers)
         self.started = 0  # attempts started
         self.outcomes: Counter[str] = Counter()  # attempts by how they ended
         self.faults: FaultHooksFactory | None = None
@@ -270,8 +274,8 @@ class Rollout(TimerTarget):
     # field, where a class default not yet set is looked up through the type and the
     # instance's __dict__ at each turn (issue 40). The __dict__ takes what a recovery
     # scheme or a test adds.
-    __slots__ = ("__dict__", "_cols", "_counts", "_env_now", "_key", "_key_attempt", "_obs_now",
-                 "_pool", "_timers", "admit", "after_env", "after_turn", "attempt", "context",
+    __slots__ = ("__dict__", "_cols", "_counts", "_env_now", "_key", "_obs_now",
+                 "admit", "after_env", "after_turn", "attempt", "context",
                  "engine", "epoch", "faults", "first_rid", "job", "keyed", "last", "on_finish",
                  "prompt_id", "prompt_tokens", "request", "reset_s", "response_tokens", "reward_s",
                  "rid", "slot", "state", "stopped", "t_turn", "task", "turn", "turns", "uid",
@@ -282,7 +286,9 @@ class Rollout(TimerTarget):
     # `on_timer`, `_submit`) read the first ones, in about three cache lines where they
     # were spread over five; the two flags come first, in the padding after mypyc's bitmap
     # of set fields. At 1,024 GPUs a rollout is out of the CPU's caches at each of its
-    # turns, ~17,000 trajectories being in flight (issue 40). Set by `start` (read only
+    # turns, ~17,000 trajectories being in flight (issue 40): what a turn reads of the
+    # job is in `_counts`, and `first_rid` (read at a first turn only) comes later. Set
+    # by `start` (read only
     # after it): epoch; version, the weights of the current attempt; turn, the turn running
     # or the environment step after it; context; engine. By `_submit`: rid, of the last
     # request; t_turn, when it was submitted; _obs_now and _env_now, the submitted turn's
@@ -305,14 +311,11 @@ class Rollout(TimerTarget):
     after_env: Callable[[Rollout], None] | None
     admit: Callable[[Rollout], bool] | None
     attempt: i64
-    _pool: EnvPool
-    _timers: Timers
     rid: i64
-    first_rid: int
     _key: object | None
-    _key_attempt: i64
     engine: RolloutEngine | None
     t_turn: float
+    first_rid: int
     version: int
     job: RolloutJob
     uid: int
@@ -349,18 +352,14 @@ class Rollout(TimerTarget):
         self.after_turn = None
         self.after_env = None
         self.stopped = False
-        # The job's env pool and clock, held natively: called and read at every turn.
-        self._pool = job.env_pool
-        self._timers = job.timers
+        # The job's counts, env pool and clock, held natively: read at every turn.
         self._counts = job.counts
         self.task = task
         self.keyed = keyed or last > 0
         self.uid = next(_UIDS)
-        # The prefix-cache key of attempt `_key_attempt` (`_submit`): one object per
-        # attempt, made at its first keyed turn; the attempt is kept here too, so that a
-        # turn does not read the key's object to know it is current.
+        # The prefix-cache key of the current attempt (`_submit`): one object per attempt,
+        # made at its first keyed turn; a new attempt (`start`, `cancel`) drops it.
         self._key = None
-        self._key_attempt = 0
         self.on_finish = on_finish
         # A slot set here, not a class default: mypyc leaves a class default of a Protocol
         # type unset in a class with a __dict__ slot (the compiled hot path, rlsim/compiled.py).
@@ -386,6 +385,7 @@ class Rollout(TimerTarget):
         job.started += 1
         self.state = OPEN
         self.attempt += 1
+        self._key = None
         self.epoch = job.epoch
         self.version = version
         self.turn = 0
@@ -402,7 +402,7 @@ class Rollout(TimerTarget):
 
     def reset(self) -> None:
         """The environment reset before the first turn, on the env pool."""
-        self._pool.run_then(self.reset_s, _env_ready, (self, self.attempt))
+        self._counts.pool.run_then(self.reset_s, _env_ready, (self, self.attempt))
 
     def end(self, how: str) -> None:
         """Record how the current attempt ended (exactly once; ignored for an attempt a job
@@ -429,6 +429,7 @@ class Rollout(TimerTarget):
         """Void the current attempt: its request is aborted, every later callback of it
         lapses (its outcome is the caller's to `end`)."""
         self.attempt += 1
+        self._key = None
         req = self.request
         self.request = None
         if req is not None and req.status in LIVE and self.engine is not None:
@@ -501,7 +502,7 @@ class Rollout(TimerTarget):
         restore or restart)."""
         self.turn = turn
         self.context = self.context_at(turn)
-        self._pool.run_then(delay_s, _env_ready, (self, self.attempt))
+        self._counts.pool.run_then(delay_s, _env_ready, (self, self.attempt))
 
     # ------------------------------------------------------------------ finishing
     def _check_whole(self) -> None:
@@ -553,7 +554,7 @@ def _turn_done(req: Request) -> None:
     r.context += req.generated + r._obs_now
     faults = r.faults
     if faults is not None:
-        faults.turn_done(r, r._timers.now_s() - r.t_turn)
+        faults.turn_done(r, r._counts.timers.now_s() - r.t_turn)
     if i == r.last:
         _finish(r, req.generated)
     elif r.stopped:
@@ -575,11 +576,13 @@ def _submit(r: Rollout, prefix: int) -> None:
         return
     if r.admit is not None and r.version < r._counts.admit_from and not r.admit(r):
         return
-    rid = r.first_rid
-    if rid:
-        r.first_rid = 0
-    else:
-        counts = r._counts
+    counts = r._counts
+    rid: i64 = 0
+    if r.turn == 0:  # an id reserved at launch (a later turn's never is: `first_rid`)
+        rid = r.first_rid
+        if rid:
+            r.first_rid = 0
+    if not rid:
         counts.rid = rid = counts.rid + 1
     r.rid = rid
     # the current turn's response length (and, multi-turn, what its end reads)
@@ -594,10 +597,8 @@ def _submit(r: Rollout, prefix: int) -> None:
     key: object | None = None
     if r.keyed:
         key = r._key
-        if key is None or r._key_attempt != r.attempt:
-            r._key = object()
-            r._key_attempt = r.attempt
-            key = r._key
+        if key is None:
+            key = r._key = object()
     req = Request(rid, r.context, out, prefix, _TURN_DONE, r, key)
     r.request = req
     engine = r.engine
@@ -606,7 +607,7 @@ def _submit(r: Rollout, prefix: int) -> None:
         engine = r.engine = min(job.cluster.engines, key=_LOAD)
         if engine.down:  # crashed (faults): a live one takes the sample
             engine = r.engine = job.live_engine()
-    r.t_turn = r._timers.now_s()
+    r.t_turn = counts.timers.now_s()
     engine.submit(req)
 
 
@@ -624,7 +625,7 @@ def _env_step(r: Rollout) -> None:
     # The rollout is the timer's target and the attempt its argument (`on_timer`): no
     # (rollout, attempt) tuple a step, made now and freed out of the caches when the step
     # ends (issue 40); a small int is not made either.
-    r._pool.run_then(r._env_now, r, r.attempt)
+    r._counts.pool.run_then(r._env_now, r, r.attempt)
 
 
 def _step_done(r: Rollout) -> None:
