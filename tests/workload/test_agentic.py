@@ -38,7 +38,12 @@ def test_trajectories_add_up_and_are_deterministic():
     assert min(steps) >= 0.0 and 9.0 < float(np.mean(steps)) < 11.0  # N(10, 5), cut at 0
     assert min(resets) > 0.0 and 2.0 < float(np.median(resets)) < 4.5
     # a larger batch starts with the smaller one (chunked draws)
-    assert make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 80)[:64] == groups
+    larger = make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 80)
+    assert larger[:64] == groups
+    # and the groups from the 21st on alone are the same (numbers converted by blocks of
+    # groups from wherever the batch starts)
+    assert make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 80, first=21) \
+        == larger[21:]
 
 
 def test_env_time_of_a_toy_trajectory_is_its_reset_plus_its_steps():
