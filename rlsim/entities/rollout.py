@@ -339,7 +339,10 @@ class Rollout(TimerTarget):
             self.last = 0
         else:
             out = cols.response_tokens
-            self._cols = pack_turns(out, cols.obs_tokens, cols.env_s)
+            # packed by the workload while its arrays were in the caches, if it did
+            packed: bytes | None = cols.packed
+            self._cols = pack_turns(out, cols.obs_tokens, cols.env_s) if packed is None \
+                else packed
             self.last = len(out) - 1
         self._obs_now = 0
         self._env_now = 0.0

@@ -43,6 +43,9 @@ from rlsim.workload.rollouts import RecordedGroup, read_rollouts
 CHUNK_PROMPTS = 1024
 SAMPLE_BLOCK = 8
 _TOLIST_GROUPS = 16  # synthetic agentic groups converted to Python numbers at a time
+# A turn as a rollout keeps it (`rollout.pack_turns`): int32 response and observation
+# tokens, then the float64 environment step, little-endian, no padding.
+_ROW_DTYPE = np.dtype([("out", "<i4"), ("obs", "<i4"), ("env", "<f8")])
 PROMPT_ID_STRIDE = 1_000_000
 _REDRAW_KEY = 2**20  # stream keys of redrawn responses: (step, chunk, _REDRAW_KEY, attempt)
 _AGENTIC_KEY = 2**21  # stream keys of agentic draws: (step, chunk, _AGENTIC_KEY + what)
@@ -402,17 +405,26 @@ class Workload:
         env_l: list[float] = []
         obs_l: list[int] = []
         base = 0  # the turn the block's lists start at
+        packed: bytes | None = None
+        # int32 token counts (`rollout.pack_turns` refuses larger ones, with its message)
+        packable = max(cap, self.cfg.max_prompt_len) < 2**31
         for g in range(n - first):
             if g % _TOLIST_GROUPS == 0:
                 end = bounds[min(g + _TOLIST_GROUPS, n - first) * s - 1]
                 resp, env_l = lengths[lo:end].tolist(), env_s[lo:end].tolist()
                 obs_l = obs[lo:end].tolist()
                 base = lo
+                # The block's turns packed as a rollout keeps them (`Turns.packed`).
+                rows = np.empty(end - lo, _ROW_DTYPE)
+                rows["out"], rows["obs"], rows["env"] = lengths[lo:end], obs[lo:end], \
+                    env_s[lo:end]
+                packed = rows.tobytes() if packable else None
             samples: list[Turns] = []
             for j in range(g * s, g * s + s):
                 hi = bounds[j]
                 i0, i1 = lo - base, hi - base
-                sample = Turns(tuple(resp[i0:i1]), tuple(env_l[i0:i1]), tuple(obs_l[i0:i1]))
+                sample = Turns(tuple(resp[i0:i1]), tuple(env_l[i0:i1]), tuple(obs_l[i0:i1]),
+                               None if packed is None else packed[16 * i0:16 * i1])
                 lo = hi
                 if capped is not None:
                     sample = Turns.of(context_capped(sample, prompt_l[g], capped))

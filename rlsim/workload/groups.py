@@ -38,18 +38,25 @@ class Turns(Sequence[Turn]):
     """A sample's turns, in order, kept as three columns (a tuple each) rather than a
     `Turn` per turn: a synthetic agentic batch holds ~85,000 turns, and a rollout reads one
     number a turn. It is a sequence of `Turn` (indexing builds one; a slice is a `Turns`)
-    and equals a tuple of the same turns. The last turn's `env_s` and `obs_tokens` are 0."""
+    and equals a tuple of the same turns. The last turn's `env_s` and `obs_tokens` are 0.
+    `packed`: the same turns as a rollout keeps them (`rollout.pack_turns`), when whoever
+    made the columns packed them too (the synthetic agentic workload does, from its
+    arrays, while they are in the CPU's caches); else None."""
 
-    __slots__ = ("env_s", "obs_tokens", "response_tokens")
+    __slots__ = ("env_s", "obs_tokens", "packed", "response_tokens")
 
     def __init__(self, response_tokens: tuple[int, ...], env_s: tuple[float, ...],
-                 obs_tokens: tuple[int, ...]) -> None:
+                 obs_tokens: tuple[int, ...], packed: bytes | None = None) -> None:
         if not len(response_tokens) == len(env_s) == len(obs_tokens):
             raise ValueError(f"turn columns of different lengths: {len(response_tokens)} "
                              f"responses, {len(env_s)} env_s, {len(obs_tokens)} obs_tokens")
+        if packed is not None and len(packed) != 16 * len(response_tokens):
+            raise ValueError(f"{len(packed)} packed bytes for {len(response_tokens)} turns: "
+                             "16 a turn")
         self.response_tokens = response_tokens
         self.env_s = env_s
         self.obs_tokens = obs_tokens
+        self.packed = packed
 
     @classmethod
     def of(cls, turns: Iterable[Turn]) -> Turns:

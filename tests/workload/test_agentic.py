@@ -44,6 +44,11 @@ def test_trajectories_add_up_and_are_deterministic():
     # groups from wherever the batch starts)
     assert make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 80, first=21) \
         == larger[21:]
+    # each sample's turns come packed as a rollout keeps them
+    from rlsim.entities.rollout import pack_turns
+    for g in larger:
+        for t in g.turns:
+            assert t.packed == pack_turns(t.response_tokens, t.obs_tokens, t.env_s)
 
 
 def test_env_time_of_a_toy_trajectory_is_its_reset_plus_its_steps():

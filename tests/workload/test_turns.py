@@ -37,3 +37,10 @@ def test_columns_of_different_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="different lengths"):
         Turns((1, 2), (0.5,), (3, 0))
 
+
+
+def test_packed_turns_must_be_sixteen_bytes_a_turn() -> None:
+    with pytest.raises(ValueError, match="16 a turn"):
+        Turns((1, 2), (0.5, 0.0), (3, 0), packed=b"\0" * 16)
+    assert Turns((1,), (0.0,), (0,), packed=b"\0" * 16).packed == b"\0" * 16
+    assert Turns((1,), (0.0,), (0,)).packed is None
