@@ -408,23 +408,24 @@ class Workload:
         packed: bytes | None = None
         # int32 token counts (`rollout.pack_turns` refuses larger ones, with its message)
         packable = max(cap, self.cfg.max_prompt_len) < 2**31
+        row = _ROW_DTYPE.itemsize
         for g in range(n - first):
             if g % _TOLIST_GROUPS == 0:
                 end = bounds[min(g + _TOLIST_GROUPS, n - first) * s - 1]
                 resp, env_l = lengths[lo:end].tolist(), env_s[lo:end].tolist()
                 obs_l = obs[lo:end].tolist()
                 base = lo
-                # The block's turns packed as a rollout keeps them (`Turns.packed`).
-                rows = np.empty(end - lo, _ROW_DTYPE)
-                rows["out"], rows["obs"], rows["env"] = lengths[lo:end], obs[lo:end], \
-                    env_s[lo:end]
-                packed = rows.tobytes() if packable else None
+                if packable:  # the block's turns as a rollout keeps them (`Turns.packed`)
+                    rows = np.empty(end - lo, _ROW_DTYPE)
+                    rows["out"], rows["obs"], rows["env"] = lengths[lo:end], obs[lo:end], \
+                        env_s[lo:end]
+                    packed = rows.tobytes()
             samples: list[Turns] = []
             for j in range(g * s, g * s + s):
                 hi = bounds[j]
                 i0, i1 = lo - base, hi - base
                 sample = Turns(tuple(resp[i0:i1]), tuple(env_l[i0:i1]), tuple(obs_l[i0:i1]),
-                               None if packed is None else packed[16 * i0:16 * i1])
+                               None if packed is None else packed[row * i0:row * i1])
                 lo = hi
                 if capped is not None:
                     sample = Turns.of(context_capped(sample, prompt_l[g], capped))
