@@ -471,15 +471,21 @@ def test_timers_that_ran_hold_nothing_and_are_reused():
 )
 def test_request_count_follows_load(reqs, kv, cap, cuts):
     """`n_requests` (a count kept at submit, finish and abort) equals `load` throughout,
-    preemptions and aborts included."""
+    preemptions and aborts included; so does `_due` (kept at every push and pop) the
+    clock of the finish heap's top."""
+    from rlsim.entities.engine import _NO_DUE, _ORDER_BITS
+
     reqs = [(p, o) for p, o in reqs if p + o <= kv] or [(1, 2)]
     env = simpy.Environment()
     eng = RolloutEngine(env, "e0", ToyCost(), kv, cap, 256, Recorder())
     made = [Request(i, p, o) for i, (p, o) in enumerate(reqs)]
     seen: list[tuple[int, int]] = []
+    dues: list[tuple[int, int]] = []
 
     def check(_r: Request | None = None) -> None:
         seen.append((eng.n_requests, eng.load))
+        heap = eng._heap
+        dues.append((eng._due, heap[0] >> _ORDER_BITS if heap else _NO_DUE))
 
     for r in made:
         r.on_done = check
@@ -496,6 +502,7 @@ def test_request_count_follows_load(reqs, kv, cap, cuts):
     check()
     assert all(n == load for n, load in seen)
     assert eng.n_requests == 0
+    assert dues and all(kept == top for kept, top in dues)
 
 
 def test_a_crash_takes_every_request_off_with_its_tokens_and_nothing_runs_until_restart(
