@@ -76,7 +76,7 @@ ADMIT_ALWAYS: Final = 1 << 62  # `JobCounts.admit_from` that calls every `admit`
 # the `Turns` columns, a turn's three numbers cost ~5 misses (three tuples and an int or
 # float object each), from the buffer about two (its header and its row), read natively
 # (librt.strings, compiled by mypyc), with no number object made (issue 40).
-_ROW: Final = 16
+_ROW: Final = 16  # `groups.TURN_ROW_BYTES`, a compiled constant here
 _OBS_AT: Final = 4
 _ENV_AT: Final = 8
 _I32_END: Final = 2**31

@@ -34,7 +34,7 @@ from rlsim.workload.distributions import (
     resolve_path,
     to_tokens,
 )
-from rlsim.workload.groups import PromptGroup, Turn, Turns
+from rlsim.workload.groups import TURN_ROW_BYTES, PromptGroup, Turn, Turns
 from rlsim.workload.multiturn import read_multiturn
 from rlsim.workload.polytrace import read_polytrace
 from rlsim.workload.rng import keyed_stream
@@ -43,8 +43,7 @@ from rlsim.workload.rollouts import RecordedGroup, read_rollouts
 CHUNK_PROMPTS = 1024
 SAMPLE_BLOCK = 8
 _TOLIST_GROUPS = 16  # synthetic agentic groups converted to Python numbers at a time
-# A turn as a rollout keeps it (`rollout.pack_turns`): int32 response and observation
-# tokens, then the float64 environment step, little-endian, no padding.
+# A turn as a rollout keeps it (`groups.TURN_ROW_BYTES`, `rollout.pack_turns`).
 _ROW_DTYPE = np.dtype([("out", "<i4"), ("obs", "<i4"), ("env", "<f8")])
 PROMPT_ID_STRIDE = 1_000_000
 _REDRAW_KEY = 2**20  # stream keys of redrawn responses: (step, chunk, _REDRAW_KEY, attempt)
@@ -408,7 +407,7 @@ class Workload:
         packed: bytes | None = None
         # int32 token counts (`rollout.pack_turns` refuses larger ones, with its message)
         packable = max(cap, self.cfg.max_prompt_len) < 2**31
-        row = _ROW_DTYPE.itemsize
+        row = TURN_ROW_BYTES
         for g in range(n - first):
             if g % _TOLIST_GROUPS == 0:
                 end = bounds[min(g + _TOLIST_GROUPS, n - first) * s - 1]

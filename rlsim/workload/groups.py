@@ -32,6 +32,9 @@ class Turn(NamedTuple):
 
 
 _NEW = tuple.__new__
+# Bytes a turn in `Turns.packed` and a rollout's buffer (`rollout.pack_turns`): int32
+# response and observation tokens, then the float64 environment step, little-endian.
+TURN_ROW_BYTES = 16
 
 
 class Turns(Sequence[Turn]):
@@ -50,9 +53,9 @@ class Turns(Sequence[Turn]):
         if not len(response_tokens) == len(env_s) == len(obs_tokens):
             raise ValueError(f"turn columns of different lengths: {len(response_tokens)} "
                              f"responses, {len(env_s)} env_s, {len(obs_tokens)} obs_tokens")
-        if packed is not None and len(packed) != 16 * len(response_tokens):
+        if packed is not None and len(packed) != TURN_ROW_BYTES * len(response_tokens):
             raise ValueError(f"{len(packed)} packed bytes for {len(response_tokens)} turns: "
-                             "16 a turn")
+                             f"{TURN_ROW_BYTES} a turn")
         self.response_tokens = response_tokens
         self.env_s = env_s
         self.obs_tokens = obs_tokens

@@ -44,3 +44,14 @@ def test_packed_turns_must_be_sixteen_bytes_a_turn() -> None:
         Turns((1, 2), (0.5, 0.0), (3, 0), packed=b"\0" * 16)
     assert Turns((1,), (0.0,), (0,), packed=b"\0" * 16).packed == b"\0" * 16
     assert Turns((1,), (0.0,), (0,)).packed is None
+
+
+def test_one_turn_row_layout_everywhere() -> None:
+    """A packed turn is `TURN_ROW_BYTES` wherever it is made or read: the workload's
+    arrays, `pack_turns` and a rollout's reads (a compiled constant of its own)."""
+    from rlsim.entities import rollout
+    from rlsim.workload.generator import _ROW_DTYPE
+    from rlsim.workload.groups import TURN_ROW_BYTES
+
+    assert _ROW_DTYPE.itemsize == rollout._ROW == TURN_ROW_BYTES
+    assert len(rollout.pack_turns((1, 2), (3, 0), (0.5, 0.0))) == 2 * TURN_ROW_BYTES
