@@ -282,6 +282,33 @@ def test_prefix_cache_prefills_only_the_new_tokens_of_a_turn():
     assert saved == pytest.approx(4010 * 1e-4, rel=1e-6)
 
 
+@pytest.mark.parametrize("prompt", [4000, 40_000])
+def test_prefix_cache_values_are_shared_ints_below_the_table(prompt):
+    """A finished context's tokens are `_TOKEN_INTS`' object when the table holds them (no
+    int boxed per finish and freed at the next hit), an equal int beyond it; a hit reads
+    the same count either way."""
+    import gc
+
+    from rlsim.entities import engine as engine_mod
+
+    env = simpy.Environment()
+    eng = RolloutEngine(env, "e0", ToyCost(p=1e-4), 10**6, 256, 8192, Recorder("phase"),
+                        prefix_caching=True)
+    key = object()
+    eng.submit(Request(1, prompt, 10, cache_key=key))
+    env.run()
+    (value,) = eng._cache.values()
+    assert value == prompt + 10 and type(value) is int
+    small = prompt + 10 < engine_mod._TOKEN_INTS_MAX
+    assert small == (prompt == 4000)
+    assert (small and value is engine_mod._TOKEN_INTS[prompt + 10]) == small
+    assert not gc.is_tracked(eng._cache)
+    eng.submit(Request(2, prompt + 110, 10, cache_key=key))
+    env.run()
+    assert (eng.cache_hits, eng.cache_hit_tokens) == (1, prompt + 10)
+    assert eng._cached_total == prompt + 120 == sum(eng._cache.values())
+
+
 def test_prefix_cache_lives_in_free_kv_and_is_evicted_first():
     # While the environment steps, a queued sequence takes the KV the cached context used
     eng, _ = _two_turns(True, kv=20_000, others=6, env_s=1.0)
