@@ -43,6 +43,9 @@ from rlsim.workload.rollouts import RecordedGroup, read_rollouts
 CHUNK_PROMPTS = 1024
 SAMPLE_BLOCK = 8
 _TOLIST_GROUPS = 16  # synthetic agentic groups converted to Python numbers at a time
+# Synthetic agentic groups drawn and transformed at a time (a multiple of _TOLIST_GROUPS):
+# 64 groups of 8 samples over 30 turns are ~120 KB an array.
+_BLOCK_GROUPS = 64
 # A turn as a rollout keeps it (`groups.TURN_ROW_BYTES`, `rollout.pack_turns`).
 _ROW_DTYPE = np.dtype([("out", "<i4"), ("obs", "<i4"), ("env", "<f8")])
 PROMPT_ID_STRIDE = 1_000_000
@@ -56,6 +59,38 @@ def _chunk_rows(first: int, n: int) -> slice:
     first // CHUNK_PROMPTS on)."""
     start = first // CHUNK_PROMPTS * CHUNK_PROMPTS
     return slice(first - start, n - start)
+
+
+class _NormalRows:
+    """Standard normals of one kind of agentic draw (stream key `key`), `shape` a prompt,
+    prompt after prompt from prompt `first`: each chunk of CHUNK_PROMPTS prompts has a
+    stream of its own, read on in order, so a prompt's rows are the same however the
+    prompts are taken (a stream fills its values one after another, and a draw of k rows
+    then m rows is a draw of k + m rows)."""
+
+    def __init__(self, seed_seq: np.random.SeedSequence, step: int, key: int,
+                 shape: tuple[int, ...], first: int) -> None:
+        self._seed_seq, self._step, self._key, self._shape = seed_seq, step, key, shape
+        self._at = first  # the next prompt
+        self._chunk = first // CHUNK_PROMPTS
+        self._rng = keyed_stream(seed_seq, step, self._chunk, key)
+        skip = first - self._chunk * CHUNK_PROMPTS
+        if skip:  # the chunk's prompts before `first`: drawn, not used
+            self._rng.standard_normal((skip, *shape))
+
+    def take(self, k: int) -> FloatArray:
+        """The rows of the next k prompts, (k, *shape)."""
+        parts = []
+        while k > 0:
+            chunk_end = (self._chunk + 1) * CHUNK_PROMPTS
+            m = min(k, chunk_end - self._at)
+            parts.append(self._rng.standard_normal((m, *self._shape)))
+            self._at += m
+            k -= m
+            if self._at == chunk_end:
+                self._chunk += 1
+                self._rng = keyed_stream(self._seed_seq, self._step, self._chunk, self._key)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,18 +371,6 @@ class Workload:
         prompts = to_tokens(self._prompt_q(prompt_scores), self.cfg.max_prompt_len)
         return prompts, responses
 
-    def _agentic_normals(self, step: int, n: int, what: int, shape: tuple[int, ...],
-                         first: int = 0) -> FloatArray:
-        """Standard normals of one kind of agentic draw for prompts `first` to n - 1,
-        (n - first, *shape), chunk by chunk like the other draws so a batch is a prefix of
-        any larger one. A chunk's stream fills its rows in order, so a chunk's first rows
-        are the same however many follow: only the rows up to prompt n - 1 are drawn (issue
-        40: a batch of 1,056 prompts drew 2,048 prompts' turns)."""
-        rows = [keyed_stream(self._seed_seq, step, chunk, _AGENTIC_KEY + what)
-                .standard_normal((min(CHUNK_PROMPTS, n - chunk * CHUNK_PROMPTS), *shape))
-                for chunk in range(first // CHUNK_PROMPTS, math.ceil(n / CHUNK_PROMPTS))]
-        return np.concatenate(rows)[_chunk_rows(first, n)]
-
     def _agentic(self, step: int, n: int, s: int, first: int = 0) -> list[PromptGroup]:
         """Synthetic multi-turn trajectories (groups `first` to n - 1 of the step's first n).
         A sample's turn count and each turn's response share the prompt's difficulty through
@@ -358,16 +381,45 @@ class Workload:
         if first >= n:
             return []
         q = self._agentic_q
-        rho, t_max, cap = self._rho, a.max_turns, self.cfg.max_response_len
+        rho, t_max = self._rho, a.max_turns
         # Only the groups asked for are drawn and transformed (a policy that replaces a few
         # groups asks for the last few of a large batch): every draw is keyed by its chunk
         # of prompts and every transform is elementwise, so the values are the same.
         z, prompt_noise, _ = self._prompt_draws(step, n, first)
+        c = self._prompt_corr
+        prompts = to_tokens(self._prompt_q(c * z + math.sqrt(1.0 - c * c) * prompt_noise),
+                            self.cfg.max_prompt_len)
+        # The kinds of draw, each a prompt's rows after another's: turn counts, responses,
+        # environment steps, observations (over max_turns turns) and resets.
+        kinds = [(0, (s,)), (1, (s, t_max)), (2, (s, t_max)), (3, (s, t_max))]
+        if "env_reset" in q:
+            kinds.append((4, (s,)))
+        rows = [_NormalRows(self._seed_seq, step, _AGENTIC_KEY + what, shape, first)
+                for what, shape in kinds]
         shared = math.sqrt(rho) * z
-        own = math.sqrt(1.0 - rho)
-        turns = np.clip(np.rint(q["turns"](
-            shared[:, None] + own * self._agentic_normals(step, n, 0, (s,), first))), 1,
-            t_max).astype(np.int64)
+        prompt_l = prompts.tolist()
+        out: list[PromptGroup] = []
+        # A block of groups at a time, drawn, transformed and converted: a batch's arrays
+        # at once (1,056 groups: ~2 MB each, a dozen of them) were written and read out of
+        # the CPU's caches, and pushed out what the run keeps in them (issue 40). A kind's
+        # rows come off its streams in order, so they are those of one draw of the batch.
+        for b0 in range(0, n - first, _BLOCK_GROUPS):
+            b1 = min(b0 + _BLOCK_GROUPS, n - first)
+            out += self._agentic_block(step, s, first + b0, shared[b0:b1], prompt_l[b0:b1],
+                                       [r.take(b1 - b0) for r in rows])
+        return out
+
+    def _agentic_block(self, step: int, s: int, g0: int, shared: FloatArray,
+                       prompt_l: list[int], normals: list[FloatArray]) -> list[PromptGroup]:
+        """Groups g0, g0 + 1, ... of a step from their difficulty (`shared`, scaled by
+        sqrt(rho)), prompt lengths and standard normals of each kind (`_agentic`)."""
+        a = self.cfg.agentic
+        assert a is not None and self._response_q is not None
+        q = self._agentic_q
+        t_max, cap = a.max_turns, self.cfg.max_response_len
+        own = math.sqrt(1.0 - self._rho)
+        turns = np.clip(np.rint(q["turns"](shared[:, None] + own * normals[0])), 1,
+                        t_max).astype(np.int64)
         # Every draw is (group, sample, turn) over max_turns turns, but a sample uses only
         # its first `turns`: the transforms are elementwise, so only the turns used are
         # transformed and converted, in one flat run of (group, sample, turn) order (a
@@ -375,16 +427,10 @@ class Workload:
         used = np.arange(t_max) < turns[:, :, None]
         lengths = to_tokens(self._response_q(
             np.broadcast_to(shared[:, None, None], used.shape)[used]
-            + own * self._agentic_normals(step, n, 1, (s, t_max), first)[used]), cap)
-        env_s = np.maximum(q["env_step"](
-            self._agentic_normals(step, n, 2, (s, t_max), first)[used]), 0.0)
-        obs = to_tokens(q["obs_tokens"](self._agentic_normals(step, n, 3, (s, t_max), first)[used]),
-                        self.cfg.max_prompt_len)
-        reset = (np.maximum(q["env_reset"](self._agentic_normals(step, n, 4, (s,), first)), 0.0)
-                 if "env_reset" in q else None)
-        c = self._prompt_corr
-        prompts = to_tokens(self._prompt_q(c * z + math.sqrt(1.0 - c * c) * prompt_noise),
-                            self.cfg.max_prompt_len)
+            + own * normals[1][used]), cap)
+        env_s = np.maximum(q["env_step"](normals[2][used]), 0.0)
+        obs = to_tokens(q["obs_tokens"](normals[3][used]), self.cfg.max_prompt_len)
+        reset = np.maximum(q["env_reset"](normals[4]), 0.0) if len(normals) > 4 else None
         # A sample's last turn has no environment step after it.
         ends = np.cumsum(turns.reshape(-1))
         env_s[ends - 1] = 0.0
@@ -392,10 +438,10 @@ class Workload:
         totals_a = np.add.reduceat(lengths + obs, ends - turns.reshape(-1))
         first_id = step * PROMPT_ID_STRIDE
         # Python numbers (tolist: no numpy scalar per value), then a sample's turns as three
-        # slices of them (`Turns`), not an object per turn. Converted a block of groups at a
-        # time: a batch's ~90,000 turns at once made each column's numbers out of the CPU's
+        # slices of them (`Turns`), not an object per turn. Converted a few groups at a
+        # time: the block's turns at once made each column's numbers out of the CPU's
         # caches by the time they were sliced (issue 40); the numbers are the same.
-        bounds, totals_l, prompt_l = ends.tolist(), totals_a.tolist(), prompts.tolist()
+        bounds, totals_l = ends.tolist(), totals_a.tolist()
         reset_l = None if reset is None else reset.tolist()
         capped = a.max_context_len
         out = []
@@ -408,9 +454,10 @@ class Workload:
         # int32 token counts (`rollout.pack_turns` refuses larger ones, with its message)
         packable = max(cap, self.cfg.max_prompt_len) < 2**31
         row = TURN_ROW_BYTES
-        for g in range(n - first):
+        n_groups = len(prompt_l)
+        for g in range(n_groups):
             if g % _TOLIST_GROUPS == 0:
-                end = bounds[min(g + _TOLIST_GROUPS, n - first) * s - 1]
+                end = bounds[min(g + _TOLIST_GROUPS, n_groups) * s - 1]
                 resp, env_l = lengths[lo:end].tolist(), env_s[lo:end].tolist()
                 obs_l = obs[lo:end].tolist()
                 base = lo
@@ -432,7 +479,7 @@ class Workload:
             totals = (tuple(totals_l[g * s:g * s + s]) if capped is None else
                       tuple(sum(t.response_tokens) + sum(t.obs_tokens) for t in samples))
             out.append(PromptGroup(
-                first_id + first + g, prompt_l[g], totals, cap, turns=tuple(samples),
+                first_id + g0 + g, prompt_l[g], totals, cap, turns=tuple(samples),
                 reset_s=None if reset_l is None else tuple(reset_l[g])))
         return out
 

@@ -51,6 +51,29 @@ def test_trajectories_add_up_and_are_deterministic():
             assert t.packed == pack_turns(t.response_tokens, t.obs_tokens, t.env_s)
 
 
+@pytest.mark.parametrize("block", [1, 5, 16, 64])
+def test_groups_are_the_same_whatever_the_block_they_are_drawn_in(monkeypatch, block):
+    """Groups drawn a block at a time (`_BLOCK_GROUPS`), each kind's rows read on from its
+    streams, are those of one draw of the batch: with chunks of 24 prompts, blocks that
+    straddle chunks and batches that start inside one."""
+    from rlsim.workload import generator
+
+    monkeypatch.setattr(generator, "CHUNK_PROMPTS", 24)
+    whole = [make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 90, first=f)
+             for f in (0, 31)]
+    monkeypatch.setattr(generator, "_BLOCK_GROUPS", block)
+    for f, expected in zip((0, 31), whole, strict=True):
+        assert make_workload(agentic=AGENTIC, max_response_len=2048).batch(0, 90, first=f) \
+            == expected
+    assert whole[1] == whole[0][31:]
+    # the rows of a kind, taken in pieces across chunks, are one draw per chunk
+    rows = generator._NormalRows(np.random.SeedSequence(3), 2, 7, (2,), 5)
+    taken = np.concatenate([rows.take(k) for k in (3, 20, 1, 30)])
+    chunks = [generator.keyed_stream(np.random.SeedSequence(3), 2, c, 7).standard_normal(
+        (24, 2)) for c in range(3)]
+    assert np.array_equal(taken, np.concatenate(chunks)[5:59])
+
+
 def test_env_time_of_a_toy_trajectory_is_its_reset_plus_its_steps():
     data = tiny(steps=1, workload__prompts_per_step=1, workload__samples_per_prompt=1,
                 workload__response_len={"dist": "fixed", "value": 20})
