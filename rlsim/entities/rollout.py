@@ -338,12 +338,13 @@ class Rollout(TimerTarget):
             self._cols = b""
             self.last = 0
         else:
-            out = cols.response_tokens
-            # packed by the workload while its arrays were in the caches, if it did
+            # packed by the workload while its arrays were in the caches, if it did (its
+            # columns are then not read: `Turns.from_packed` makes them only when asked)
             packed: bytes | None = cols.packed
-            self._cols = pack_turns(out, cols.obs_tokens, cols.env_s) if packed is None \
-                else packed
-            self.last = len(out) - 1
+            if packed is None:
+                packed = pack_turns(cols.response_tokens, cols.obs_tokens, cols.env_s)
+            self._cols = packed
+            self.last = len(packed) // _ROW - 1
         self._obs_now = 0
         self._env_now = 0.0
         last = self.last
@@ -652,6 +653,15 @@ def _env_ready(job: tuple[Rollout, int]) -> None:
         _submit(r, 0)
 
 
+def _obs_total(cols: bytes) -> int:
+    """The observation tokens of every turn in `cols` (a rollout's packed turns): read
+    there, natively, rather than out of its `Turns` (which may hold only packed rows)."""
+    total: i64 = 0
+    for at in range(_OBS_AT, len(cols), _ROW):
+        total += i64(read_i32_le(cols, at))
+    return total
+
+
 def _finish(r: Rollout, last_response: int) -> None:
     """After the last turn: the sample, to `on_finish`."""
     prompt = r.prompt_tokens
@@ -663,8 +673,7 @@ def _finish(r: Rollout, last_response: int) -> None:
         if r.faults is not None:
             r._check_whole()
         sample = Sample(r.prompt_id, prompt, r.context - prompt, r.version,
-                        r.reward_s, r.task, last_response,
-                        sum(turns.obs_tokens), r)
+                        r.reward_s, r.task, last_response, _obs_total(r._cols), r)
     if r.on_finish is not None:
         r.on_finish(sample)
 

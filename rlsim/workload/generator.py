@@ -437,10 +437,11 @@ class Workload:
         obs[ends - 1] = 0
         totals_a = np.add.reduceat(lengths + obs, ends - turns.reshape(-1))
         first_id = step * PROMPT_ID_STRIDE
-        # Python numbers (tolist: no numpy scalar per value), then a sample's turns as three
-        # slices of them (`Turns`), not an object per turn. Converted a few groups at a
-        # time: the block's turns at once made each column's numbers out of the CPU's
-        # caches by the time they were sliced (issue 40); the numbers are the same.
+        # A sample's turns as packed rows (`Turns.from_packed`: no number object a turn),
+        # or where a token count may not fit them, as Python numbers (tolist: no numpy
+        # scalar per value) in three slices (`Turns`); either way a few groups at a time:
+        # the block's turns at once made each column out of the CPU's caches by the time
+        # it was sliced (issue 40). The numbers are the same.
         bounds, totals_l = ends.tolist(), totals_a.tolist()
         reset_l = None if reset is None else reset.tolist()
         capped = a.max_context_len
@@ -458,20 +459,22 @@ class Workload:
         for g in range(n_groups):
             if g % _TOLIST_GROUPS == 0:
                 end = bounds[min(g + _TOLIST_GROUPS, n_groups) * s - 1]
-                resp, env_l = lengths[lo:end].tolist(), env_s[lo:end].tolist()
-                obs_l = obs[lo:end].tolist()
                 base = lo
-                if packable:  # the block's turns as a rollout keeps them (`Turns.packed`)
+                if packable:  # the turns as a rollout keeps them (`Turns.from_packed`)
                     rows = np.empty(end - lo, _ROW_DTYPE)
                     rows["out"], rows["obs"], rows["env"] = lengths[lo:end], obs[lo:end], \
                         env_s[lo:end]
                     packed = rows.tobytes()
+                else:
+                    resp, env_l = lengths[lo:end].tolist(), env_s[lo:end].tolist()
+                    obs_l = obs[lo:end].tolist()
             samples: list[Turns] = []
             for j in range(g * s, g * s + s):
                 hi = bounds[j]
                 i0, i1 = lo - base, hi - base
-                sample = Turns(tuple(resp[i0:i1]), tuple(env_l[i0:i1]), tuple(obs_l[i0:i1]),
-                               None if packed is None else packed[row * i0:row * i1])
+                sample = (Turns.from_packed(packed[row * i0:row * i1]) if packed is not None
+                          else Turns(tuple(resp[i0:i1]), tuple(env_l[i0:i1]),
+                                     tuple(obs_l[i0:i1])))
                 lo = hi
                 if capped is not None:
                     sample = Turns.of(context_capped(sample, prompt_l[g], capped))

@@ -8,6 +8,7 @@ engine generates exactly that many tokens unless a policy aborts the response ea
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -35,6 +36,8 @@ _NEW = tuple.__new__
 # Bytes a turn in `Turns.packed` and a rollout's buffer (`rollout.pack_turns`): int32
 # response and observation tokens, then the float64 environment step, little-endian.
 TURN_ROW_BYTES = 16
+_ROW = struct.Struct("<iid")  # one turn in those bytes
+assert _ROW.size == TURN_ROW_BYTES
 
 
 class Turns(Sequence[Turn]):
@@ -44,9 +47,10 @@ class Turns(Sequence[Turn]):
     and equals a tuple of the same turns. The last turn's `env_s` and `obs_tokens` are 0.
     `packed`: the same turns as a rollout keeps them (`rollout.pack_turns`), when whoever
     made the columns packed them too (the synthetic agentic workload does, from its
-    arrays, while they are in the CPU's caches); else None."""
+    arrays, while they are in the CPU's caches); else None. Made `from_packed`, only the
+    packed turns are kept and the columns are read out of them when first asked for."""
 
-    __slots__ = ("env_s", "obs_tokens", "packed", "response_tokens")
+    __slots__ = ("_env_s", "_obs_tokens", "_response_tokens", "packed")
 
     def __init__(self, response_tokens: tuple[int, ...], env_s: tuple[float, ...],
                  obs_tokens: tuple[int, ...], packed: bytes | None = None) -> None:
@@ -56,10 +60,57 @@ class Turns(Sequence[Turn]):
         if packed is not None and len(packed) != TURN_ROW_BYTES * len(response_tokens):
             raise ValueError(f"{len(packed)} packed bytes for {len(response_tokens)} turns: "
                              f"{TURN_ROW_BYTES} a turn")
-        self.response_tokens = response_tokens
-        self.env_s = env_s
-        self.obs_tokens = obs_tokens
+        self._response_tokens: tuple[int, ...] | None = response_tokens
+        self._env_s: tuple[float, ...] | None = env_s
+        self._obs_tokens: tuple[int, ...] | None = obs_tokens
         self.packed = packed
+
+    @classmethod
+    def from_packed(cls, packed: bytes) -> Turns:
+        """Turns kept only as `packed` rows (`TURN_ROW_BYTES` a turn: response and
+        observation tokens as little-endian int32, the environment step as a float64): no
+        number object is made for a turn until a column is read (issue 40: a synthetic
+        agentic batch's ~90,000 turns were ~10 MB of numbers, made and freed out of the
+        CPU's caches, that a run never reads)."""
+        if len(packed) % TURN_ROW_BYTES:
+            raise ValueError(f"{len(packed)} packed bytes: not whole turns of "
+                             f"{TURN_ROW_BYTES} bytes")
+        turns = cls.__new__(cls)
+        turns._response_tokens = turns._env_s = turns._obs_tokens = None
+        turns.packed = packed
+        return turns
+
+    def _unpack(self) -> None:
+        """The columns, read out of `packed` (the first time one is asked for)."""
+        assert self.packed is not None
+        rows = list(_ROW.iter_unpack(self.packed))
+        self._response_tokens = tuple(r[0] for r in rows)
+        self._obs_tokens = tuple(r[1] for r in rows)
+        self._env_s = tuple(r[2] for r in rows)
+
+    @property
+    def response_tokens(self) -> tuple[int, ...]:
+        """Each turn's response tokens."""
+        if self._response_tokens is None:
+            self._unpack()
+        assert self._response_tokens is not None
+        return self._response_tokens
+
+    @property
+    def env_s(self) -> tuple[float, ...]:
+        """The environment step after each turn, in seconds (0 after the last)."""
+        if self._env_s is None:
+            self._unpack()
+        assert self._env_s is not None
+        return self._env_s
+
+    @property
+    def obs_tokens(self) -> tuple[int, ...]:
+        """The observation tokens each environment step adds (0 after the last turn)."""
+        if self._obs_tokens is None:
+            self._unpack()
+        assert self._obs_tokens is not None
+        return self._obs_tokens
 
     @classmethod
     def of(cls, turns: Iterable[Turn]) -> Turns:
@@ -71,7 +122,10 @@ class Turns(Sequence[Turn]):
                    tuple(t.obs_tokens for t in rows))
 
     def __len__(self) -> int:
-        return len(self.response_tokens)
+        if self._response_tokens is None:
+            assert self.packed is not None
+            return len(self.packed) // TURN_ROW_BYTES
+        return len(self._response_tokens)
 
     @overload
     def __getitem__(self, i: int) -> Turn: ...

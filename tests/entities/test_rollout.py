@@ -305,6 +305,27 @@ def test_a_rollouts_turns_are_packed_a_row_a_turn():
                                                odd.env_s), 8) == (0.1 + 0.2,)
 
 
+def test_a_rollout_of_packed_only_turns_runs_as_one_of_columns():
+    """Turns the workload keeps only packed (`Turns.from_packed`) give the same requests and
+    sample, observation tokens included, without their columns ever being read."""
+    cols = Turns.of(TURNS)
+    runs = []
+    for turns in (cols, Turns.from_packed(pack_turns(cols.response_tokens, cols.obs_tokens,
+                                                     cols.env_s))):
+        job, submitted = _job()
+        r = Rollout(job, 1, 100, 72, turns)
+        got = _finished(job, r)
+        r.start(0)
+        job.env.run()
+        (s,) = got
+        runs.append(([(q.prompt_tokens, q.output_tokens, q.t_submit, q.t_finish)
+                      for q in submitted], s.response_tokens, s.observation_tokens,
+                     s.last_response_tokens))
+        if turns is not cols:
+            assert turns._response_tokens is None and r.last == 2
+    assert runs[0] == runs[1] and runs[0][2] == 12
+
+
 @pytest.mark.parametrize("turn", [Turn(2**31, 1.0, 3), Turn(5, 1.0, -1)],
                          ids=["response past int32", "negative observation"])
 def test_token_counts_outside_int32_are_refused_with_the_counts_named(turn):

@@ -31,6 +31,15 @@ def test_turns_behave_as_the_tuple_of_their_turns(rows: list[Turn], i: int, j: i
         sum(cols.response_tokens) + sum(cols.obs_tokens)
     assert pickle.loads(pickle.dumps(cols)) == cols
     assert Turns.of(cols) is cols
+    # kept only packed, the same turns (their columns read out when asked for)
+    from rlsim.entities.rollout import pack_turns
+
+    packed = Turns.from_packed(pack_turns(cols.response_tokens, cols.obs_tokens, cols.env_s))
+    assert len(packed) == len(rows) and packed._response_tokens is None  # nothing read yet
+    assert packed == cols and cols == packed and hash(packed) == hash(cols)
+    assert (packed.response_tokens, packed.env_s, packed.obs_tokens) == \
+        (cols.response_tokens, cols.env_s, cols.obs_tokens)
+    assert packed[i:j] == as_tuple[i:j] and pickle.loads(pickle.dumps(packed)) == cols
 
 
 def test_columns_of_different_lengths_are_refused() -> None:
@@ -44,6 +53,9 @@ def test_packed_turns_must_be_sixteen_bytes_a_turn() -> None:
         Turns((1, 2), (0.5, 0.0), (3, 0), packed=b"\0" * 16)
     assert Turns((1,), (0.0,), (0,), packed=b"\0" * 16).packed == b"\0" * 16
     assert Turns((1,), (0.0,), (0,)).packed is None
+    with pytest.raises(ValueError, match="not whole turns of 16 bytes"):
+        Turns.from_packed(b"\0" * 24)
+    assert len(Turns.from_packed(b"")) == 0
 
 
 def test_one_turn_row_layout_everywhere() -> None:
