@@ -429,8 +429,7 @@ class RolloutEngine(TimerTarget):
             # `pop(key, 0)` as a get and a delete: compiled, both are direct dict calls,
             # where a `pop` with a default is a method looked up by name (issue 40).
             cache = self._cache
-            found = cache.get(req.cache_key, 0)
-            hit: i64 = found
+            hit: i64 = cache.get(req.cache_key, 0)
             if hit:
                 del cache[req.cache_key]
                 self._cached_total -= hit
@@ -792,8 +791,7 @@ class RolloutEngine(TimerTarget):
             if caching and key is not None:
                 tokens = r.prompt_tokens + out
                 cache = self._cache
-                was = cache.get(key, 0)
-                old: i64 = was
+                old: i64 = cache.get(key, 0)
                 if old:
                     del cache[key]  # a finish enters the LRU order last
                 self._cached_total += tokens - old

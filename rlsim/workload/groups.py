@@ -80,37 +80,30 @@ class Turns(Sequence[Turn]):
         turns.packed = packed
         return turns
 
-    def _unpack(self) -> None:
-        """The columns, read out of `packed` (the first time one is asked for)."""
-        assert self.packed is not None
-        rows = list(_ROW.iter_unpack(self.packed))
-        self._response_tokens = tuple(r[0] for r in rows)
-        self._obs_tokens = tuple(r[1] for r in rows)
-        self._env_s = tuple(r[2] for r in rows)
+    def _columns(self) -> tuple[tuple[int, ...], tuple[float, ...], tuple[int, ...]]:
+        """(response_tokens, env_s, obs_tokens), read out of `packed` the first time."""
+        if self._response_tokens is None or self._env_s is None or self._obs_tokens is None:
+            assert self.packed is not None
+            rows = list(_ROW.iter_unpack(self.packed))
+            self._response_tokens = tuple(r[0] for r in rows)
+            self._obs_tokens = tuple(r[1] for r in rows)
+            self._env_s = tuple(r[2] for r in rows)
+        return self._response_tokens, self._env_s, self._obs_tokens
 
     @property
     def response_tokens(self) -> tuple[int, ...]:
         """Each turn's response tokens."""
-        if self._response_tokens is None:
-            self._unpack()
-        assert self._response_tokens is not None
-        return self._response_tokens
+        return self._columns()[0]
 
     @property
     def env_s(self) -> tuple[float, ...]:
         """The environment step after each turn, in seconds (0 after the last)."""
-        if self._env_s is None:
-            self._unpack()
-        assert self._env_s is not None
-        return self._env_s
+        return self._columns()[1]
 
     @property
     def obs_tokens(self) -> tuple[int, ...]:
         """The observation tokens each environment step adds (0 after the last turn)."""
-        if self._obs_tokens is None:
-            self._unpack()
-        assert self._obs_tokens is not None
-        return self._obs_tokens
+        return self._columns()[2]
 
     @classmethod
     def of(cls, turns: Iterable[Turn]) -> Turns:
