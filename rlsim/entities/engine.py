@@ -44,7 +44,7 @@ from simpy.events import URGENT
 from rlsim.cost.inference import InferenceCost
 from rlsim.entities.timers import Timers, TimerTarget
 from rlsim.trace import Recorder
-from rlsim.trace.columns import BusyColumns
+from rlsim.trace.columns import BusyColumns, CounterColumns
 
 
 class _StepCost(Protocol):
@@ -183,7 +183,9 @@ class RolloutEngine(TimerTarget):
     # caches whenever one of its timers runs (768 engines between two of its events), so
     # the fields a batch change reads (segment end, finishes, admission, a submit) come
     # first and the flags lie together (a byte each): ~400 bytes, where they were spread
-    # over ~600 among the ones read only at a record, a fault or the end (issue 40).
+    # over ~600 among the ones read only at a record, a fault or the end (issue 40). A
+    # submit's cache counts and name, and a gauge's columns, are among them: declared
+    # late, they were two lines more a turn.
     _timers: Timers
     _seg_id: i64
     _end: float
@@ -196,6 +198,10 @@ class RolloutEngine(TimerTarget):
     prefilling: list[Request]
     waiting: deque[Request]
     _cache: dict[Any, Any]  # cache key -> tokens (an int, `_TOKEN_INTS`'s when small)
+    cache_lookups: i64
+    cache_hits: i64
+    cache_hit_tokens: i64
+    name: str
     _kv_const: i64
     _kv_prefill: i64
     kv_capacity: i64
@@ -207,6 +213,10 @@ class RolloutEngine(TimerTarget):
     _last_wait: i64
     _kv_step: i64
     _count_step: i64
+    _cols: CounterColumns  # the gauges' columns and series (`_gauge`)
+    _sid_kv: Any  # boxed once: an int field is boxed anew for each record
+    _sid_running: Any
+    _sid_waiting: Any
     request_overhead_s: float
     _seg_t0: float
     _seg_head_s: float
@@ -229,18 +239,14 @@ class RolloutEngine(TimerTarget):
     _events: i64
     _busy_requests: i64
     _busy_tokens: i64
-    _busy_cols: BusyColumns
-    _busy_sid: Any  # boxed once (as the gauges' series ids)
     _cached_total: i64
     _watermark: i64
     _order: i64
     _wait_popleft: Callable[[], Request]
     _wait_append: Callable[[Request], None]
     _split_t: float
-    name: str
-    cache_lookups: i64
-    cache_hits: i64
-    cache_hit_tokens: i64
+    _busy_cols: BusyColumns  # written when a busy period ends
+    _busy_sid: Any  # boxed once (as the gauges' series ids)
 
     def __init__(
         self,
@@ -338,10 +344,10 @@ class RolloutEngine(TimerTarget):
         self._cols = cols = recorder.counter_columns
         sid_kv, sid_running, sid_waiting = sids = tuple(
             cols.series_of(self._track, gauge) for gauge in _GAUGES)
-        # Any: held boxed, where an int field is boxed anew for each record (issue 40).
-        self._sid_kv: Any = sid_kv
-        self._sid_running: Any = sid_running
-        self._sid_waiting: Any = sid_waiting
+        # Held boxed, where an int field is boxed anew for each record (issue 40).
+        self._sid_kv = sid_kv
+        self._sid_running = sid_running
+        self._sid_waiting = sid_waiting
         for sid in sids:  # every series starts at 0
             cols.append(sid, env.now, 0)
         self.iterations = 0
