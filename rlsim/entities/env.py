@@ -15,6 +15,7 @@ import heapq
 from typing import Any, Final
 
 import simpy
+from librt.vecs import append, vec
 from simpy.events import Timeout
 
 from rlsim.entities.ends import Ends
@@ -47,7 +48,9 @@ class EnvPool:
         # most once every W/8 steps); beyond that, a calendar of ends (`ends.Ends`: the
         # same cost at any pool size, where a heap's grew with it), until the steps in
         # flight fall to 3/4 of the workers (`_take`).
-        self._busy: list[float] = []
+        # Unboxed (`librt.vecs`): a purge reads all W ends, and at 10,240 workers a list of
+        # float objects, each made at its step, was W objects out of the CPU's caches.
+        self._busy: vec[float] = vec[float]()
         self._ends = Ends()
         self._saturated = False
         self._list_max = workers * 7 // 8
@@ -77,22 +80,25 @@ class EnvPool:
         if not self._saturated:
             busy = self._busy
             if len(busy) < self.workers:  # fewer entries than workers: one is free
-                busy.append(now + latency_s)
+                self._busy = append(busy, now + latency_s)
                 return now
             # Steps that have ended free their workers.
-            busy = self._busy = [end for end in busy if end > now]
-            if len(busy) < self._list_max:
-                busy.append(now + latency_s)
-                return now
+            kept = vec[float](capacity=len(busy))
             for end in busy:
+                if end > now:
+                    kept = append(kept, end)
+            if len(kept) < self._list_max:
+                self._busy = append(kept, now + latency_s)
+                return now
+            for end in kept:
                 ends.add(end)
-            self._busy = []
+            self._busy = vec[float]()
             self._saturated = True
         ends.drop_until(now)  # steps that have ended free their workers
         if len(ends) < self.workers:
             ends.add(now + latency_s)
             if len(ends) <= self._list_min:  # a plain list from here on
-                self._busy = ends.values()
+                self._busy = vec[float](ends.values())
                 self._ends = Ends()
                 self._saturated = False
             return now
