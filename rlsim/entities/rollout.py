@@ -40,7 +40,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from librt.strings import BytesWriter, read_f64_le, read_i32_le, write_f64_le, write_i32_le
-from mypy_extensions import i64, mypyc_attr
+from mypy_extensions import i64, mypyc_attr, u8
 
 from rlsim.entities.engine import DoneTarget, Request, RolloutEngine
 from rlsim.entities.env import EnvPool
@@ -69,6 +69,19 @@ OPEN = "open"  # `Rollout.state` while an attempt runs
 # insertion order, whatever the hashes.
 _UIDS = count(1)
 ADMIT_ALWAYS: Final = 1 << 62  # `JobCounts.admit_from` that calls every `admit` hook
+# `Rollout._hooks`: which hooks are set, a bit each, so that a turn tests a byte in the
+# rollout's first cache line rather than reading four pointers (issue 40).
+_FAULTS: Final = 1
+_AFTER_TURN: Final = 2
+_AFTER_ENV: Final = 4
+_ADMIT: Final = 8
+
+
+def _with(bits: u8, bit: u8, on: bool) -> u8:
+    """`bits` with `bit` set if `on`, else clear."""
+    return bits | bit if on else bits & ~bit
+
+
 # A multi-turn rollout's turns packed in one buffer (`Rollout._cols`), a row a turn: its
 # response tokens and observation tokens (int32, little-endian), then its environment
 # step's seconds (float64, the same float). At 1,024 GPUs ~17,000 trajectories are in
@@ -274,49 +287,54 @@ class Rollout(TimerTarget):
     # field, where a class default not yet set is looked up through the type and the
     # instance's __dict__ at each turn (issue 40). The __dict__ takes what a recovery
     # scheme or a test adds.
-    __slots__ = ("__dict__", "_cols", "_counts", "_env_now", "_key", "_obs_now",
-                 "admit", "after_env", "after_turn", "attempt", "context",
-                 "engine", "epoch", "faults", "first_rid", "job", "keyed", "last", "on_finish",
+    __slots__ = ("__dict__", "_admit", "_after_env", "_after_turn", "_cols", "_counts",
+                 "_env_now", "_faults", "_hooks", "_key", "_multi", "_obs_now", "attempt",
+                 "context", "engine", "epoch", "first_rid", "job", "keyed", "last", "on_finish",
                  "prompt_id", "prompt_tokens", "request", "reset_s", "response_tokens", "reward_s",
                  "rid", "slot", "state", "stopped", "t_turn", "task", "turn", "turns", "uid",
                  "version")
 
     # Compiled, the fields lie in memory in the order declared here, then in the order
-    # `__init__` first sets the rest: a turn's steps (`_turn_done`, `_env_step`,
-    # `on_timer`, `_submit`) read the first ones, in about three cache lines where they
-    # were spread over five; the two flags come first, in the padding after mypyc's bitmap
-    # of set fields. At 1,024 GPUs a rollout is out of the CPU's caches at each of its
-    # turns, ~17,000 trajectories being in flight (issue 40): what a turn reads of the
-    # job is in `_counts`, and `first_rid` (read at a first turn only) comes later. Set
-    # by `start` (read only
-    # after it): epoch; version, the weights of the current attempt; turn, the turn running
-    # or the environment step after it; context; engine. By `_submit`: rid, of the last
-    # request; t_turn, when it was submitted; _obs_now and _env_now, the submitted turn's
-    # observation tokens and environment step, read from its row of `_cols` with its
-    # response tokens, so that the turn's end reads them here rather than the row again.
+    # `__init__` first sets the rest. At 1,024 GPUs a rollout is out of the CPU's caches at
+    # each of its turns, ~17,000 trajectories being in flight (issue 40), and a turn reads
+    # it twice: when its request finishes (`_turn_done`, `_env_step`) and when its
+    # environment step has run (`on_timer`, `_step_done`, `_submit`). What those read lies
+    # in the first 152 bytes, three cache lines (four when the object starts in the last
+    # quarter of one; an async policy's `_Slot`, 320 bytes with the collector's header,
+    # always starts at one's start). The flags first, in the padding after mypyc's bitmap of
+    # set fields (`_multi`: it has turns; `_hooks`: which hooks are set, whose pointers come
+    # later, read only when set); what a turn reads of the job is in `_counts`; `turns` and
+    # `first_rid` (read at a first turn only) come later. Set by `start` (read only after
+    # it): epoch; version, the weights of the current attempt; turn, the turn running or the
+    # environment step after it; context; engine. By `_submit`: rid, of the last request;
+    # t_turn, when it was submitted; _obs_now and _env_now, the submitted turn's observation
+    # tokens and environment step, read from its row of `_cols` with its response tokens, so
+    # that the turn's end reads them here rather than the row again.
     stopped: bool
     keyed: bool
+    _multi: bool
+    _hooks: u8
     request: Request | None
     epoch: i64
     _counts: JobCounts
-    turns: Turns | None
     turn: int
     context: i64
     _obs_now: i64
     _env_now: float
     _cols: bytes
-    faults: FaultHooks | None
-    last: i64
-    after_turn: Callable[[Rollout], None] | None
-    after_env: Callable[[Rollout], None] | None
-    admit: Callable[[Rollout], bool] | None
     attempt: i64
     rid: i64
     _key: object | None
     engine: RolloutEngine | None
     t_turn: float
-    first_rid: int
     version: int
+    last: i64
+    _faults: FaultHooks | None
+    _after_turn: Callable[[Rollout], None] | None
+    _after_env: Callable[[Rollout], None] | None
+    _admit: Callable[[Rollout], bool] | None
+    turns: Turns | None
+    first_rid: int
     job: RolloutJob
     uid: int
     response_tokens: int
@@ -334,6 +352,7 @@ class Rollout(TimerTarget):
         # packed a row a turn (`_cols`), which is what a turn reads.
         cols = None if turns is None else Turns.of(turns)
         self.turns = cols
+        self._multi = cols is not None
         if cols is None:
             self._cols = b""
             self.last = 0
@@ -352,9 +371,10 @@ class Rollout(TimerTarget):
         self.reward_s = reward_s  # a recorded reward latency (replayed rollouts)
         self.reset_s = reset_s  # the environment reset before the first turn
         # Hooks a policy may set (see the class's docstring) and `stop`'s flag.
-        self.admit = None
-        self.after_turn = None
-        self.after_env = None
+        self._hooks = 0
+        self._admit = None
+        self._after_turn = None
+        self._after_env = None
         self.stopped = False
         # The job's counts, env pool and clock, held natively: read at every turn.
         self._counts = job.counts
@@ -367,13 +387,51 @@ class Rollout(TimerTarget):
         self.on_finish = on_finish
         # A slot set here, not a class default: mypyc leaves a class default of a Protocol
         # type unset in a class with a __dict__ slot (the compiled hot path, rlsim/compiled.py).
-        self.faults = None
+        self._faults = None
         self.first_rid = first_rid
         """A request id reserved at launch for the first turn (0: numbered when submitted)."""
         self.attempt = 0
         self.state: str | None = None
         """None before its first attempt, OPEN while an attempt runs, then its outcome."""
         self.request = None  # the turn in flight
+
+    # ------------------------------------------------------------------ hooks
+    @property
+    def faults(self) -> FaultHooks | None:
+        """The fault hooks a recovery scheme attached, if any."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, hooks: FaultHooks | None) -> None:
+        self._faults = hooks
+        self._hooks = _with(self._hooks, _FAULTS, hooks is not None)
+
+    @property
+    def after_turn(self) -> Callable[[Rollout], None] | None:
+        return self._after_turn
+
+    @after_turn.setter
+    def after_turn(self, hook: Callable[[Rollout], None] | None) -> None:
+        self._after_turn = hook
+        self._hooks = _with(self._hooks, _AFTER_TURN, hook is not None)
+
+    @property
+    def after_env(self) -> Callable[[Rollout], None] | None:
+        return self._after_env
+
+    @after_env.setter
+    def after_env(self, hook: Callable[[Rollout], None] | None) -> None:
+        self._after_env = hook
+        self._hooks = _with(self._hooks, _AFTER_ENV, hook is not None)
+
+    @property
+    def admit(self) -> Callable[[Rollout], bool] | None:
+        return self._admit
+
+    @admit.setter
+    def admit(self, hook: Callable[[Rollout], bool] | None) -> None:
+        self._admit = hook
+        self._hooks = _with(self._hooks, _ADMIT, hook is not None)
 
     # ------------------------------------------------------------------ attempts
     def start(self, version: int, engine: RolloutEngine | None = None,
@@ -546,8 +604,7 @@ def _turn_done(req: Request) -> None:
     if r.epoch != r._counts.epoch:
         return
     r.request = None
-    turns = r.turns
-    if turns is None:  # single-turn (`_finish` inlined: the common case)
+    if not r._multi:  # single-turn (`_finish` inlined: the common case)
         generated = req.generated
         r.context += generated
         if r.on_finish is not None:
@@ -556,15 +613,19 @@ def _turn_done(req: Request) -> None:
         return
     i = r.turn
     r.context += req.generated + r._obs_now
-    faults = r.faults
-    if faults is not None:
-        faults.turn_done(r, r._counts.timers.now_s() - r.t_turn)
+    hooks = r._hooks
+    if hooks & _FAULTS:
+        faults = r._faults
+        if faults is not None:
+            faults.turn_done(r, r._counts.timers.now_s() - r.t_turn)
     if i == r.last:
         _finish(r, req.generated)
     elif r.stopped:
         return
-    elif r.after_turn is not None:
-        r.after_turn(r)
+    elif hooks & _AFTER_TURN:
+        after = r._after_turn
+        if after is not None:
+            after(r)
     else:
         _env_step(r)
 
@@ -578,8 +639,10 @@ def _submit(r: Rollout, prefix: int) -> None:
     """Submit the current turn, with `prefix` tokens of its output kept (re-prefilled)."""
     if r.stopped:
         return
-    if r.admit is not None and r.version < r._counts.admit_from and not r.admit(r):
-        return
+    if r._hooks & _ADMIT and r.version < r._counts.admit_from:
+        admit = r._admit
+        if admit is not None and not admit(r):
+            return
     counts = r._counts
     rid: i64 = 0
     if r.turn == 0:  # an id reserved at launch (a later turn's never is: `first_rid`)
@@ -590,7 +653,7 @@ def _submit(r: Rollout, prefix: int) -> None:
         counts.rid = rid = counts.rid + 1
     r.rid = rid
     # the current turn's response length (and, multi-turn, what its end reads)
-    if r.turns is None:
+    if not r._multi:
         out: int = r.response_tokens
     else:
         cols = r._cols
@@ -622,10 +685,12 @@ def _alive(r: Rollout) -> bool:
 
 def _env_step(r: Rollout) -> None:
     """`Rollout.env_step`."""
-    if r.faults is not None:
-        r.faults.env_step(r)
-        return
-    assert r.turns is not None
+    if r._hooks & _FAULTS:
+        faults = r._faults
+        if faults is not None:
+            faults.env_step(r)
+            return
+    assert r._multi
     # The rollout is the timer's target and the attempt its argument (`on_timer`): no
     # (rollout, attempt) tuple a step, made now and freed out of the caches when the step
     # ends (issue 40); a small int is not made either.
@@ -635,10 +700,12 @@ def _env_step(r: Rollout) -> None:
 def _step_done(r: Rollout) -> None:
     """`Rollout.step_done`."""
     r.turn += 1
-    if r.after_env is not None:
-        r.after_env(r)
-    else:
-        _submit(r, 0)
+    if r._hooks & _AFTER_ENV:
+        after = r._after_env
+        if after is not None:
+            after(r)
+            return
+    _submit(r, 0)
 
 
 def _env_ready(job: tuple[Rollout, int]) -> None:
@@ -647,8 +714,11 @@ def _env_ready(job: tuple[Rollout, int]) -> None:
     r, attempt = job
     if attempt != r.attempt or not _alive(r):
         return
-    if r.after_env is not None:
-        r.after_env(r)
+    # The hook into a local first: compiled, `r.after_env(r)` calls the property's getter
+    # with `r`, not the hook it returns.
+    after = r._after_env
+    if after is not None:
+        after(r)
     else:
         _submit(r, 0)
 

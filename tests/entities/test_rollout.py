@@ -271,6 +271,38 @@ def test_lock_step_hooks_hold_a_sample_between_turns_and_steps():
     assert len(got) == 1 and got[0].response_tokens == 72
 
 
+def test_a_held_reset_ends_in_the_after_env_hook():
+    """Lock-step with an environment reset: the reset's end calls `after_env` (which holds
+    the sample), and nothing is submitted until the policy releases it."""
+    job, submitted = _job()
+    r = Rollout(job, 1, 100, 72, TURNS, reset_s=2.0)
+    held: list[tuple[str, int]] = []
+    r.after_env = lambda x: held.append(("env", x.turn))
+    r.start(0, job.cluster.engines[0], held=True)
+    r.reset()
+    job.env.run()
+    assert held == [("env", 0)] and submitted == []
+
+
+def test_hooks_set_and_cleared_are_called_or_not():
+    """A hook set and then cleared (as `release` clears a batch's) is not called: a turn
+    tests which hooks are set by flags the hooks' setters keep, not the hooks."""
+    job, submitted = _job()
+    r = Rollout(job, 1, 100, 72, TURNS)
+    calls: list[str] = []
+    r.after_turn = lambda x: calls.append("turn")
+    r.after_env = lambda x: calls.append("env")
+    r.admit = lambda x: calls.append("admit") is None
+    r.faults = _FailOnce(0)
+    assert r.after_turn is not None and r.after_env is not None and r.admit is not None
+    r.after_turn = r.after_env = r.admit = r.faults = None
+    got = _finished(job, r)
+    r.start(0)
+    job.env.run()
+    assert calls == [] and len(submitted) == 3 and got[0].response_tokens == 72
+    assert (r.after_turn, r.after_env, r.admit, r.faults) == (None, None, None, None)
+
+
 @pytest.mark.parametrize("turns", [TURNS, Turns.of(TURNS)], ids=["tuple", "columns"])
 def test_a_rollout_runs_the_same_turns_from_a_tuple_or_columns(turns):
     """A rollout keeps its turns as columns (`Turns`) whatever it is given: each turn's
