@@ -700,6 +700,13 @@ def _env_step(r: Rollout) -> None:
 def _step_done(r: Rollout) -> None:
     """`Rollout.step_done`."""
     r.turn += 1
+    _env_done(r)
+
+
+def _env_done(r: Rollout) -> None:
+    """The environment is ready for the current turn: the policy's `after_env` hook holds
+    the sample (lock-step), else the turn is submitted. (The hook through a local:
+    compiled, `r.after_env(r)` called the property's getter with `r`, not the hook.)"""
     if r._hooks & _AFTER_ENV:
         after = r._after_env
         if after is not None:
@@ -714,13 +721,7 @@ def _env_ready(job: tuple[Rollout, int]) -> None:
     r, attempt = job
     if attempt != r.attempt or not _alive(r):
         return
-    # The hook into a local first: compiled, `r.after_env(r)` calls the property's getter
-    # with `r`, not the hook it returns.
-    after = r._after_env
-    if after is not None:
-        after(r)
-    else:
-        _submit(r, 0)
+    _env_done(r)
 
 
 def _obs_total(cols: bytes) -> int:
