@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     if args.one:
         _one(*args.one)
         return {}
+    if args.jobs < 1:
+        p.error(f"--jobs {args.jobs}: run at least 1 at once")
     if (args.host_us is None) != (args.host_llc_mb is None):
         p.error("--host-us and --host-llc-mb go together")
     host_us: tuple[float, float] | None = None
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         return _run(gpus, steps, int(mb * 2**20), folder / f"cg_{mb:g}_{gpus}_{steps}.out")
 
     try:
-        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        with ThreadPoolExecutor(args.jobs) as pool:
             turns = dict(zip(runs, pool.map(go, runs), strict=True))
         table: dict[str, dict[str, dict[str, float]]] = {}
         for mb in args.llc_mb:

@@ -78,6 +78,13 @@ def test_a_last_level_cachegrind_cannot_simulate_is_refused_in_one_line(
     assert "--llc-mb" in capsys.readouterr().err
 
 
+def test_no_runs_at_once_is_refused(cs, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as e:
+        cs.main(["--jobs", "0"])
+    assert e.value.code == 2
+    assert "--jobs" in capsys.readouterr().err
+
+
 def test_the_host_times_come_with_the_host_last_level(
         cs, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SystemExit) as e:
