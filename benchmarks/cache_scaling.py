@@ -15,7 +15,8 @@ With `--host-us US128,US1024 --host-llc-mb MB` (the host's times a turn, from
 time a turn as `ns_per_instruction * instructions + ns_per_miss * misses` (two
 equations, two unknowns, at MB) and predicts the growth at every size counted: what the
 same code would show on a host whose core gets that much last level, all else equal. A
-model with two parameters; RESULTS.md says how far it agrees with measured hosts.
+model with two parameters: benchmarks/RESULTS.md (issue 40, stop 73) gives its fits on
+one host and their spread.
 
     python benchmarks/cache_scaling.py [--llc-mb 4,8,16,32] [--jobs 2]
         [--host-us 4.51,6.60 --host-llc-mb 4] [--keep DIR]
