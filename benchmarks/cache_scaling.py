@@ -7,8 +7,12 @@ stalls: ~17,000 trajectories are in flight at 1,024 GPUs and ~2,100 at 128, so h
 the larger job's per-turn state stays in the caches depends on how much last-level cache
 one core gets, which differs between hosts (and, on a VM, is not what `lscpu` says). This
 counts what a host does not change: instructions, and data read and write misses past a
-last level of a stated size, per turn of the jobs' marginal steps (the 1,024-GPU job's
-steps 2 -> 3, the 128-GPU job's 4 -> 8: set-up, which is not per turn, cancels out).
+last level of a stated size, per turn of the jobs' marginal steps (steps 4 -> 6 of each by
+default, `--steps`: set-up, which is not per turn, cancels out). Both jobs are counted over
+the same steps because a turn's misses grow as a run goes on (the engines' prefix caches
+fill: at 1,024 GPUs, 4 MB, 33.5 read misses a turn over steps 2 -> 3 and 37.5 over 6 -> 8;
+at 128 GPUs 7.0 over 4 -> 8 and 8.3 over 12 -> 16), and the benchmark times both over
+8 steps.
 
 With `--host-us US128,US1024 --host-llc-mb MB` (the host's times a turn, from
 `bench_turn_scaling.py`, and the last level one of its cores gets), it also fits the host's
@@ -18,11 +22,12 @@ same code would show on a host whose core gets that much last level, all else eq
 model with two parameters: benchmarks/RESULTS.md (issue 40, stop 73) gives its fits on
 one host and their spread.
 
-    python benchmarks/cache_scaling.py [--llc-mb 4,8,16,32] [--jobs 2]
+    python benchmarks/cache_scaling.py [--llc-mb 4,8,16,32] [--steps 4,6] [--jobs 2]
         [--host-us 4.51,6.60 --host-llc-mb 4] [--keep DIR]
 
-Needs `valgrind` on PATH. A run takes 1-2 minutes under cachegrind (16 runs for four
-sizes); `--jobs` run at once (default: the cores). Prints a table, then one JSON line.
+Needs `valgrind` on PATH. A run takes 0.5-3 minutes under cachegrind (16 runs for four
+sizes, ~25 minutes on 2 cores); `--jobs` run at once (default: the cores). Prints a table,
+then one JSON line.
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# (GPUs, first steps, last steps): the marginal steps counted per size
-MARGINS = ((128, 4, 8), (1024, 2, 3))
+GPUS = (128, 1024)  # the two jobs of bench_turn_scaling.py
+STEPS = (4, 6)  # the marginal steps counted (first, last), the same for both jobs
 EVENTS = ("Ir", "DLmr", "DLmw")  # instructions, data read and write misses past the LL
 LL_WAYS, LL_LINE = 16, 64  # cachegrind's last level: 16 ways of 64-byte lines
 
@@ -124,10 +129,31 @@ def _sizes_mb(text: str) -> list[float]:
     return sizes
 
 
+def plan(sizes_mb: list[float], steps: tuple[int, int]) -> list[tuple[float, int, int]]:
+    """The cachegrind runs, (last level MB, GPUs, steps): both jobs at both step counts,
+    at every size."""
+    return [(mb, gpus, n) for mb in sizes_mb for gpus in GPUS for n in steps]
+
+
+def _steps(text: str) -> tuple[int, int]:
+    try:
+        first, last = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--steps: {text!r}: give the first and last step counts, e.g. 4,6") from None
+    if not 1 <= first < last:
+        raise argparse.ArgumentTypeError(
+            f"--steps {text}: need 1 <= first < last, e.g. 4,6")
+    return first, last
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--llc-mb", type=_sizes_mb, default=[4.0, 8.0, 16.0, 32.0],
                    help="last-level sizes to simulate, MB (default 4,8,16,32)")
+    p.add_argument("--steps", type=_steps, default=STEPS,
+                   help="the runs' step counts, FIRST,LAST: a turn is counted over the steps "
+                        "between (default 4,6)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--host-us", help="the host's us a turn at 128 and 1,024 GPUs: A,B")
     p.add_argument("--host-llc-mb", type=float, help="last level one host core gets, MB")
@@ -154,8 +180,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         p.error("valgrind not found: install it (e.g. apt-get install valgrind)")
     folder = args.keep or Path(tempfile.mkdtemp(prefix="cache_scaling_"))
     folder.mkdir(parents=True, exist_ok=True)
-    runs = [(mb, gpus, steps) for mb in args.llc_mb for gpus, *steps_of in MARGINS
-            for steps in steps_of]
+    first, last = args.steps
+    runs = plan(args.llc_mb, args.steps)
 
     def go(run: tuple[float, int, int]) -> int:
         mb, gpus, steps = run
@@ -170,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         table: dict[str, dict[str, dict[str, float]]] = {}
         for mb in args.llc_mb:
             row = table[f"{mb:g}"] = {}
-            for gpus, first, last in MARGINS:
+            for gpus in GPUS:
                 a = summary(folder / f"cg_{mb:g}_{gpus}_{first}.out")
                 b = summary(folder / f"cg_{mb:g}_{gpus}_{last}.out")
                 row[str(gpus)] = per_turn(a, b, turns[(mb, gpus, last)]
@@ -178,7 +204,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    out: dict[str, object] = {"benchmark": "cache_scaling", "per_turn": table}
+    out: dict[str, object] = {"benchmark": "cache_scaling", "steps": [first, last],
+                              "per_turn": table}
     print("| last level | GPUs | instructions | read misses | write misses |", file=sys.stderr)
     print("|---|---:|---:|---:|---:|", file=sys.stderr)
     for mb, row in table.items():

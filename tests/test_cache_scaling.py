@@ -91,3 +91,22 @@ def test_the_host_times_come_with_the_host_last_level(
         cs.main(["--host-us", "4.5,6.6"])
     assert e.value.code == 2
     assert "--host-llc-mb" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("steps", ["6,4", "0,2", "4", "4,x", "3,3"])
+def test_steps_that_give_no_marginal_are_refused_in_one_line(
+        cs, steps: str, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as e:
+        cs.main(["--steps", steps])
+    assert e.value.code == 2
+    assert "--steps" in capsys.readouterr().err
+
+
+def test_both_jobs_are_counted_over_the_same_steps(cs) -> None:  # type: ignore[no-untyped-def]
+    """A turn's misses grow as a run goes on, so the two jobs' marginals are taken over the
+    same steps (the growth between them is what is compared)."""
+    runs = cs.plan([4.0, 16.0], (3, 5))
+    assert len(runs) == len(set(runs)) == 8
+    for mb in (4.0, 16.0):
+        for gpus in (128, 1024):
+            assert sorted(n for m, g, n in runs if (m, g) == (mb, gpus)) == [3, 5]
