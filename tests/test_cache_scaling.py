@@ -69,13 +69,18 @@ def test_the_fit_recovers_the_times_it_was_made_from(cs) -> None:  # type: ignor
         cs.fit((1.0, 2.0), (small, {k: 2 * v for k, v in small.items()}))
 
 
-@pytest.mark.parametrize("sizes", ["4,x", "12", "0", "-4"])
-def test_a_last_level_cachegrind_cannot_simulate_is_refused_in_one_line(
-        cs, sizes: str, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("flag", "value"), [
+    # a last level cachegrind cannot simulate
+    ("--llc-mb", "4,x"), ("--llc-mb", "12"), ("--llc-mb", "0"), ("--llc-mb", "-4"),
+    # steps that give no marginal
+    ("--steps", "6,4"), ("--steps", "0,2"), ("--steps", "4"), ("--steps", "4,x"),
+    ("--steps", "3,3")])
+def test_a_bad_value_is_refused_in_one_line_naming_its_option(
+        cs, flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SystemExit) as e:
-        cs.main(["--llc-mb", sizes])
+        cs.main([flag, value])
     assert e.value.code == 2
-    assert "--llc-mb" in capsys.readouterr().err
+    assert flag in capsys.readouterr().err
 
 
 def test_no_runs_at_once_is_refused(cs, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
@@ -91,15 +96,6 @@ def test_the_host_times_come_with_the_host_last_level(
         cs.main(["--host-us", "4.5,6.6"])
     assert e.value.code == 2
     assert "--host-llc-mb" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("steps", ["6,4", "0,2", "4", "4,x", "3,3"])
-def test_steps_that_give_no_marginal_are_refused_in_one_line(
-        cs, steps: str, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(SystemExit) as e:
-        cs.main(["--steps", steps])
-    assert e.value.code == 2
-    assert "--steps" in capsys.readouterr().err
 
 
 def test_both_jobs_are_counted_over_the_same_steps(cs) -> None:  # type: ignore[no-untyped-def]
