@@ -19,14 +19,14 @@ With `--host-us US128,US1024 --host-llc-mb MB` (the host's times a turn, from
 time a turn as `ns_per_instruction * instructions + ns_per_miss * misses` (two
 equations, two unknowns, at MB) and predicts the growth at every size counted: what the
 same code would show on a host whose core gets that much last level, all else equal. A
-model with two parameters: benchmarks/RESULTS.md (issue 40, stop 73) gives its fits on
-one host and their spread.
+model with two parameters: benchmarks/RESULTS.md (issue 40, stops 73 and 74) gives its
+fits on one host and their spread.
 
     python benchmarks/cache_scaling.py [--llc-mb 4,8,16,32] [--steps 4,6] [--jobs 2]
         [--host-us 4.51,6.60 --host-llc-mb 4] [--keep DIR]
 
 Needs `valgrind` on PATH. A run takes 0.5-3 minutes under cachegrind (16 runs for four
-sizes, ~25 minutes on 2 cores); `--jobs` run at once (default: the cores). Prints a table,
+sizes, ~20 minutes on 2 cores); `--jobs` run at once (default: the cores). Prints a table,
 then one JSON line.
 """
 
